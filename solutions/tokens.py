@@ -78,8 +78,9 @@ def encode(text: str) -> list[int]:
     """Encode text into GPT-2 token ids.
 
     Split the text into pieces, merge each piece's UTF-8 bytes with GPT-2's ranks
-    (``vocab.bpe_ranks()``; ``_encode_piece`` does that with a cache), and concatenate the ids. The text ``<|endoftext|>`` is plain text
-    here, as in tiktoken's ``encode_ordinary``: it becomes several ordinary tokens.
+    (``vocab.bpe_ranks()``; the provided ``_encode_piece`` does that with a cache), and
+    concatenate the ids. The text ``<|endoftext|>`` is plain text here, as in tiktoken's
+    ``encode_ordinary``: it becomes several ordinary tokens.
 
     Example:
         >>> encode("The Time Traveller")
