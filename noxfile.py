@@ -1,0 +1,75 @@
+"""Every command of the course: `nox -s NAME`. Sessions reuse their virtualenv.
+
+A session installs its requirements only when pyproject.toml or constraints.txt changed
+since its last install, so a second run starts in seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "tests"]
+
+PYTHON = "3.11"
+# GPT-2's merge ranks, offline: the sdist ships whisper/assets/gpt2.tiktoken. Its own
+# dependencies (numba, triton, ...) are not needed, hence --no-deps; we never import whisper.
+VOCAB_PACKAGE = "openai-whisper==20250625"
+
+
+def _requirements(*extras: str) -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    for extra in extras:
+        wanted += project["optional-dependencies"][extra]
+    return wanted
+
+
+def install(session: nox.Session, *extras: str, extra_packages: tuple[str, ...] = ()) -> None:
+    """Install the project's requirements (plus extras) unless already up to date."""
+    requirements = _requirements(*extras) + list(extra_packages)
+    digest = hashlib.sha256(
+        "\n".join(requirements).encode()
+        + (ROOT / "constraints.txt").read_bytes()
+        + VOCAB_PACKAGE.encode()
+    ).hexdigest()
+    stamp = Path(session.virtualenv.location) / ".course-requirements"
+    if stamp.exists() and stamp.read_text() == digest:
+        session.log("requirements up to date; skipping install")
+        return
+    session.install("-c", str(ROOT / "constraints.txt"), *requirements)
+    session.install("--no-deps", VOCAB_PACKAGE)
+    stamp.write_text(digest)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The project's own test suite (pytest); pass pytest options after `--`."""
+    install(session, "test", "docs", "grading", extra_packages=("playwright>=1.40,<2", "ruff"))
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def train(session: nox.Session) -> None:
+    """Train the reference GPT on the embedded corpus; options after `--` (see --help)."""
+    install(session)
+    session.run("python", "-m", "solutions.train", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Ruff over the whole tree."""
+    session.install("ruff>=0.5,<1")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", "solutions", "graders", "tools", "tests", "bench")
+
+
+@nox.session(python=PYTHON)
+def exercises(session: nox.Session) -> None:
+    """Regenerate exercises/ from solutions/ (instructors; overwrites exercises/)."""
+    session.run("python", "tools/generate_exercises.py", *session.posargs)
