@@ -201,23 +201,38 @@ def time_machine_cache_path(cache_dir: str | os.PathLike[str] | None = None) -> 
 
 
 def _read_cache(path: Path, sha256: str) -> str | None:
-    """The cached text when the file exists and its checksum matches, else None."""
+    """The cached text when the file exists and its checksum matches, else None.
+
+    The cache normally holds the stripped text. A user may also copy the raw ``pg35.txt`` there
+    by hand (the offline error suggests it): when the file, once stripped, has the right
+    checksum it is accepted and rewritten (atomically, best effort) in the stripped form.
+    """
     try:
         data = path.read_bytes()
     except OSError:
         return None
-    if hashlib.sha256(data).hexdigest() != sha256:
-        return None
+    if hashlib.sha256(data).hexdigest() == sha256:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     try:
-        return data.decode("utf-8")
+        text = strip_gutenberg(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         return None
+    if _sha256(text) != sha256:
+        return None
+    try:
+        _write_atomically(path, text.encode("utf-8"))
+    except OSError:
+        pass  # the text is right; the cache just stays in its raw form
+    return text
 
 
 def _supply_hint(cache_path: Path) -> str:
     return (
-        "download pg35.txt elsewhere and pass its path to load_corpus (or --corpus), "
-        f"or copy the stripped text to {cache_path}"
+        "download pg35.txt on a machine with internet and pass its path as the corpus, "
+        f"or copy it to {cache_path}"
     )
 
 

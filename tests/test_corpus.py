@@ -161,6 +161,11 @@ def test_strip_gutenberg_footer_only_when_header_already_gone() -> None:
     assert strip_gutenberg(BODY + FOOTER) == BODY
 
 
+def test_strip_gutenberg_keeps_the_indentation_of_the_first_line() -> None:
+    indented = "   I.\n   THE LAMP\n\nText.\n"
+    assert strip_gutenberg(HEADER + indented + FOOTER) == indented
+
+
 def test_strip_gutenberg_header_only() -> None:
     assert strip_gutenberg(HEADER + BODY + "\n\n") == BODY
 
@@ -240,6 +245,7 @@ def test_offline_without_cache_says_how_to_supply_the_file(cache_dir: Path) -> N
     assert "\n" not in message
     assert "cannot download" in message
     assert "pass its path" in message
+    assert "copy it to" in message
     assert str(cache_dir / corpus.TIME_MACHINE_FILE) in message
     assert _files(cache_dir) == []
 
@@ -255,6 +261,14 @@ def test_valid_cache_is_used_without_any_request(server: Loopback, cache_dir: Pa
     (cache_dir / corpus.TIME_MACHINE_FILE).write_bytes(BODY.encode("utf-8"))
     assert _time_machine(server.url, cache_dir) == BODY
     assert server.book.requests == 0
+
+
+def test_raw_download_copied_to_the_cache_by_hand_is_accepted(cache_dir: Path) -> None:
+    cached = cache_dir / corpus.TIME_MACHINE_FILE
+    cached.write_bytes(RAW)  # what the offline error suggests: copy pg35.txt there
+    assert _time_machine(_refused_url(), cache_dir) == BODY
+    assert cached.read_bytes() == BODY.encode("utf-8")  # rewritten in the stripped form
+    assert _files(cache_dir) == [corpus.TIME_MACHINE_FILE]
 
 
 def test_corrupt_cache_is_downloaded_again_and_replaced(server: Loopback, cache_dir: Path) -> None:
@@ -350,7 +364,8 @@ def _fake_course(root: Path) -> Path:
     (course / "lessons.toml").write_text(
         '[[lesson]]\nnumber = 1\npage = "chapters/02-second.md"\n\n'
         '[[lesson]]\nnumber = 2\npage = "chapters/09-not-written-yet.md"\n\n'
-        '[[lesson]]\nnumber = 3\npage = "chapters/01-first.md"\n',
+        '[[lesson]]\nnumber = 3\npage = "chapters/01-first.md"\n\n'
+        '[[lesson]]\nnumber = 4\npage = "chapters/01-first.md"\n',  # listed twice: read once
         encoding="utf-8",
     )
     (course / "index.md").write_text(

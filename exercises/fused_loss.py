@@ -1,0 +1,90 @@
+"""Cross-entropy of the output layer, computed in chunks of rows.
+
+The plain way, ``F.cross_entropy(h @ W.T, y)``, materialises logits of shape [N, V] and, in
+backward, a gradient of the same shape: at N = 8 x 256 tokens and V = 50,257 that is two
+~400 MB tensors allocated afresh every step, and on a CPU much of the step goes to page
+faults. Here the rows are processed a chunk at a time in one reused buffer; for each chunk
+the loss and the gradients with respect to ``h`` and ``W`` are computed together (the
+gradient of cross-entropy is softmax minus one-hot), so nothing of size [N, V] ever exists.
+The numbers are those of ``F.cross_entropy(h @ W.T, y, ignore_index=-100)``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+IGNORE_INDEX = -100
+# 128 rows x 50,257 float32 logits is ~26 MB: under glibc's largest mmap threshold, so the
+# buffer's memory is recycled by malloc instead of being mapped and faulted in every step.
+DEFAULT_CHUNK_ROWS = 128
+
+
+def _chunks(n: int, size: int) -> list[slice]:
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int) -> Tensor:
+        n_rows, vocab = h.shape[0], weight.shape[0]
+        valid = targets != IGNORE_INDEX
+        n_valid = valid.sum()
+        scale = 1.0 / n_valid.clamp(min=1).to(h.dtype)
+        grad_h = torch.zeros_like(h)
+        grad_w = torch.zeros_like(weight)
+        total = h.new_zeros(())
+        buffer = h.new_empty(min(chunk_rows, n_rows), vocab)
+        for rows in _chunks(n_rows, chunk_rows):
+            h_c, y_c, keep = h[rows], targets[rows], valid[rows]
+            logits = buffer[: h_c.shape[0]]
+            torch.mm(h_c, weight.t(), out=logits)
+            safe_y = y_c.clamp(min=0).unsqueeze(1)
+            picked = logits.gather(1, safe_y).squeeze(1)
+            peak = logits.max(dim=1, keepdim=True).values
+            probs = logits.sub_(peak).exp_()  # in place: the buffer now holds exp(z - max)
+            norm = probs.sum(dim=1, keepdim=True)
+            lse = peak.squeeze(1) + norm.squeeze(1).log()
+            total += ((lse - picked) * keep).sum()
+            # d loss / d logits = (softmax - one_hot) / n_valid on kept rows, 0 on ignored ones.
+            probs.div_(norm)
+            probs.scatter_add_(1, safe_y, torch.full_like(picked, -1.0).unsqueeze(1))
+            probs.mul_((keep.to(h.dtype) * scale).unsqueeze(1))
+            torch.mm(probs, weight, out=grad_h[rows])
+            grad_w.addmm_(probs.t(), h_c)
+        ctx.save_for_backward(grad_h, grad_w)
+        loss = total * scale
+        return torch.where(n_valid > 0, loss, torch.full_like(loss, float("nan")))
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor):
+        grad_h, grad_w = ctx.saved_tensors
+        return grad_h * grad_loss, grad_w * grad_loss, None, None
+
+
+def linear_cross_entropy(
+    h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> Tensor:
+    """Mean cross-entropy of ``h @ weight.T`` against ``targets`` (-100 ignored).
+
+    Shapes:
+        h: [N, C]; weight: [V, C]; targets: [N]. Returns a scalar (NaN if all are ignored).
+
+    Computed in float32 whatever autocast says: log-sum-exp over 50k logits wants the range.
+    """
+    with torch.autocast(device_type=h.device.type, enabled=False):
+        dtype = torch.promote_types(h.dtype, torch.float32)
+        h32, w32 = h.to(dtype), weight.to(dtype)
+        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+            return _ChunkedLinearCrossEntropy.apply(h32, w32, targets, chunk_rows)
+        return _loss_only(h32, w32, targets, chunk_rows)
+
+
+def _loss_only(h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int) -> Tensor:
+    valid = targets != IGNORE_INDEX
+    total = h.new_zeros(())
+    for rows in _chunks(h.shape[0], chunk_rows):
+        logits = h[rows] @ weight.t()
+        picked = logits.gather(1, targets[rows].clamp(min=0).unsqueeze(1)).squeeze(1)
+        total += ((torch.logsumexp(logits, dim=1) - picked) * valid[rows]).sum()
+    return total / valid.sum()

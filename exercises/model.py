@@ -1,0 +1,197 @@
+"""A GPT-2-style language model in plain PyTorch.
+
+    ids [B, T] -> token vectors + position vectors -> n_layer x Block -> LayerNorm -> logits
+
+Each Block is pre-LayerNorm: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)). Parameter names
+follow GPT-2 (``transformer.wte``, ``transformer.h.0.attn.c_attn``, ``lm_head``) so that the
+published weights load with ``generation.load_gpt2_state_dict``. The lesson functions are
+called where they apply (embedding lookup, position vectors, masks, position ids), so a
+student's package plugs its own code into the same model; attention itself defaults to the
+fused ``F.scaled_dot_product_attention`` and takes a lesson-style ``attention`` function
+instead when one is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from . import attention as attention_lesson
+from . import embeddings, packing
+from .fused_loss import linear_cross_entropy
+
+AttentionFn = Callable[[Tensor, Tensor, Tensor, Tensor | None], Tensor]
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    vocab_size: int = 50257
+    block_size: int = 256  # the longest context: rows of the position table
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    dropout: float = 0.0
+    bias: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd={self.n_embd} must be divisible by n_head={self.n_head}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+PRESETS: dict[str, GPTConfig] = {
+    # CPU-friendly: trains on a laptop in minutes (the benchmark's "course-tiny").
+    "tiny": GPTConfig(block_size=256, n_layer=4, n_head=4, n_embd=128),
+    "small": GPTConfig(block_size=512, n_layer=6, n_head=6, n_embd=384),
+    # OpenAI's published sizes.
+    "gpt2": GPTConfig(block_size=1024, n_layer=12, n_head=12, n_embd=768),
+    "gpt2-medium": GPTConfig(block_size=1024, n_layer=24, n_head=16, n_embd=1024),
+    "gpt2-large": GPTConfig(block_size=1024, n_layer=36, n_head=20, n_embd=1280),
+    "gpt2-xl": GPTConfig(block_size=1024, n_layer=48, n_head=25, n_embd=1600),
+}
+
+
+def preset(name: str) -> GPTConfig:
+    """The named configuration; ``ValueError`` listing the names for an unknown one."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown model preset {name!r}; choose one of {', '.join(PRESETS)}"
+        ) from None
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention; each position sees itself and earlier positions only."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = config.n_head
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)  # q, k, v
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = config.dropout
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, attention_fn: AttentionFn | None = None
+    ) -> Tensor:
+        """x: [B, T, C]; mask: bool [B, 1, T, T] (True = may attend) or None for causal."""
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        # [B, T, C] -> [B, n_head, T, head_dim]
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        if attention_fn is not None:
+            y = attention_fn(q, k, v, attention_lesson.causal_mask(T) if mask is None else mask)
+        else:
+            p = self.dropout if self.training else 0.0
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, is_causal=mask is None
+            )
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward: C -> 4C -> GELU -> C."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU(approximate="tanh")  # GPT-2's GELU
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """One pre-LayerNorm transformer block."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, attention_fn: AttentionFn | None = None
+    ) -> Tensor:
+        x = x + self.attn(self.ln_1(x), mask, attention_fn)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """GPT-2: token and learned position embeddings, pre-LN blocks, tied output layer."""
+
+    fused_loss = True  # forward(ids, targets=y) returns the loss without full logits
+
+    def __init__(self, config: GPTConfig, attention_fn: AttentionFn | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.attention_fn = attention_fn  # None: PyTorch's fused attention
+        self.transformer = nn.ModuleDict(
+            dict(
+                wte=nn.Embedding(config.vocab_size, config.n_embd),
+                wpe=nn.Embedding(config.block_size, config.n_embd),
+                drop=nn.Dropout(config.dropout),
+                h=nn.ModuleList(Block(config) for _ in range(config.n_layer)),
+                ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
+            )
+        )
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        # Weight tying: reading a token's vector and scoring it as the next token share one
+        # table; saves V x C parameters (38M of GPT-2's 124M).
+        self.lm_head.weight = self.transformer.wte.weight
+        self.apply(self._init_weights)
+        # Residual projections add into the stream once per block and twice per layer; scale
+        # their init by 1/sqrt(2 n_layer) so the stream's variance does not grow with depth.
+        for name, param in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self, exclude_positions: bool = False) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        return n - self.transformer.wpe.weight.numel() if exclude_positions else n
+
+    def forward(
+        self, ids: Tensor, targets: Tensor | None = None, doc_ids: Tensor | None = None
+    ) -> Tensor:
+        """Logits [B, T, V] for ids [B, T]; or, given targets [B, T], the mean loss.
+
+        doc_ids [B, T] (from ``packing.pack``) restricts attention to each token's own
+        document and restarts positions at every document start. With targets, the loss is
+        cross-entropy with -100 ignored, computed in chunks (``fused_loss``) so the [B, T, V]
+        logits are never materialised.
+        """
+        wte, wpe = self.transformer.wte.weight, self.transformer.wpe.weight
+        x = embeddings.lookup(wte, ids)
+        mask = None
+        if doc_ids is None:
+            x = embeddings.add_positions(x, wpe)
+        else:
+            x = x + embeddings.lookup(wpe, packing.position_ids(doc_ids))
+            mask = packing.document_mask(doc_ids).unsqueeze(1)  # [B, 1, T, T]: every head
+        x = self.transformer.drop(x)
+        for block in self.transformer.h:
+            x = block(x, mask, self.attention_fn)
+        x = self.transformer.ln_f(x)
+        if targets is None:
+            return self.lm_head(x)
+        return linear_cross_entropy(x.flatten(0, 1), self.lm_head.weight, targets.flatten())

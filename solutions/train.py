@@ -1,0 +1,386 @@
+"""Train a GPT from the command line: ``python -m solutions.train --help``.
+
+The loop calls the lesson functions (``lr_at``, ``train_step``, ``evaluate``, ``generate``)
+and adds what a real run needs: AdamW with decay groups, bf16 autocast where the device
+supports it, periodic evaluation and samples, atomic checkpoints with exact resume, a
+progress bar with tokens/s, metrics as JSON lines, a loss-curve PNG and a closing report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from . import checkpoint, data, generation, objective, training
+from .corpus import CorpusError, load_corpus
+from .model import GPT, PRESETS, preset
+from .vocab import VocabularyNotFound, gpt2_encoding
+
+CHECKPOINT = "checkpoint.pt"
+METRICS = "metrics.jsonl"
+
+
+class UsageError(ValueError):
+    """A bad option or input, reported as one line."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    preset: str = "tiny"
+    corpus: str = "course"
+    steps: int = 300
+    batch_size: int = 16
+    context_length: int = 128
+    stride: int = 64
+    grad_accum: int = 1
+    lr: float = 2e-3
+    min_lr: float = 2e-4
+    warmup_steps: int = 30
+    weight_decay: float = 0.1
+    max_grad_norm: float = 1.0
+    dropout: float = 0.1
+    val_fraction: float = 0.1
+    eval_every: int = 50
+    eval_batches: int = 8
+    checkpoint_every: int = 50
+    seed: int = 1337
+    device: str = "auto"
+    dtype: str = "auto"
+    prompt: str = "A language model"
+    sample_tokens: int = 60
+    temperature: float = 0.8
+    top_k: int = 40
+    out: str = "runs/default"
+
+    # Settings that may change between a run and its resumption without changing its result.
+    RESUMABLE_CHANGES = (
+        "steps",
+        "eval_every",
+        "checkpoint_every",
+        "out",
+        "device",
+        "prompt",
+        "sample_tokens",
+        "temperature",
+        "top_k",
+    )
+
+
+def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
+    defaults = TrainConfig()
+    parser = argparse.ArgumentParser(
+        prog="python -m solutions.train",
+        description="Train a GPT-2-style model on a corpus; resumes from OUT/checkpoint.pt.",
+    )
+    for field in dataclasses.fields(TrainConfig):
+        flag = "--" + field.name.replace("_", "-")
+        default = getattr(defaults, field.name)
+        kwargs = {"type": type(default), "default": default, "metavar": field.name.upper()}
+        if field.name == "preset":
+            kwargs["choices"] = list(PRESETS)
+            kwargs.pop("metavar")
+        parser.add_argument(flag, help=f"(default: {default})", **kwargs)
+    parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    args = vars(parser.parse_args(argv))
+    fresh = args.pop("fresh")
+    return TrainConfig(**args), fresh
+
+
+def validate(cfg: TrainConfig) -> None:
+    block = preset(cfg.preset).block_size
+    if cfg.context_length > block:
+        raise UsageError(
+            f"--context-length {cfg.context_length} is longer than the {cfg.preset!r} preset's "
+            f"{block} positions; use --context-length {block} or less, or a larger preset"
+        )
+    positive = (
+        "steps",
+        "batch_size",
+        "context_length",
+        "stride",
+        "grad_accum",
+        "eval_every",
+        "eval_batches",
+        "checkpoint_every",
+    )
+    for name in positive:
+        if getattr(cfg, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0 <= cfg.warmup_steps < cfg.steps:
+        raise UsageError("--warmup-steps must be at least 0 and less than --steps")
+    if cfg.dtype not in ("auto", "float32", "bfloat16"):
+        raise UsageError("--dtype must be auto, float32 or bfloat16")
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as error:
+        raise UsageError(f"--device {name} is not available here ({error})") from None
+    return device
+
+
+def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None:
+    """bf16 on GPUs that support it (no loss scaling needed: bf16 has float32's range)."""
+    if cfg.dtype == "float32":
+        return None
+    if cfg.dtype == "bfloat16":
+        return torch.bfloat16
+    cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    return torch.bfloat16 if cuda_bf16 else None
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool) -> torch.optim.AdamW:
+    """AdamW; matrices decay, biases and LayerNorm gains don't (decay would pull them to 0)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), fused=fused or None)
+
+
+def read_metrics(path: Path, before_step: int) -> list[dict]:
+    """Metrics already logged for steps before ``before_step`` (a torn last line is dropped)."""
+    if not path.exists():
+        return []
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("step", math.inf) < before_step:
+            kept.append(record)
+    return kept
+
+
+def plot_losses(records: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps = [r["step"] for r in records if "loss" in r]
+    ax.plot(steps, [r["loss"] for r in records if "loss" in r], label="train", lw=1)
+    evals = [r for r in records if "eval_loss" in r]
+    if evals:
+        ax.plot(
+            [r["step"] for r in evals], [r["eval_loss"] for r in evals], "o-", label="validation"
+        )
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    checkpoint.atomic_write(
+        path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight")
+    )
+    plt.close(fig)
+
+
+def sample_text(model: GPT, cfg: TrainConfig, device: torch.device) -> str:
+    enc = gpt2_encoding()
+    ids = torch.tensor([enc.encode_ordinary(cfg.prompt)], device=device)
+    rng = torch.Generator(device=device).manual_seed(cfg.seed)
+    out = generation.generate(
+        model, ids, cfg.sample_tokens, cfg.context_length, cfg.temperature, cfg.top_k, rng
+    )
+    return enc.decode(out[0].tolist())
+
+
+def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
+    """Train (or resume) a run; returns the closing report as a dict."""
+    validate(cfg)
+    device = pick_device(cfg.device)
+    out = Path(cfg.out)
+    ckpt_path = out / CHECKPOINT
+    torch.manual_seed(cfg.seed)
+
+    ids = data.tokenize(load_corpus(cfg.corpus))
+    train_ids, val_ids = data.split(ids, cfg.val_fraction)
+    stream = data.BatchStream(train_ids, cfg.batch_size, cfg.context_length, cfg.stride, cfg.seed)
+    val_batches = data.eval_batches(val_ids, cfg.batch_size, cfg.context_length, cfg.eval_batches)
+    val_batches = [(x.to(device), y.to(device)) for x, y in val_batches]
+
+    model_config = dataclasses.replace(preset(cfg.preset), dropout=cfg.dropout)
+    model = GPT(model_config).to(device)
+    optimizer = make_optimizer(model, cfg, fused=device.type == "cuda")
+    start = 0
+    if ckpt_path.exists() and not fresh:
+        state = checkpoint.load(ckpt_path)
+        check_resumable(state["train_config"], cfg, ckpt_path)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+        start = state["step"]
+    records = read_metrics(out / METRICS, start) if start else []
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+    checkpoint.atomic_write(
+        out / METRICS, lambda f: f.write("".join(json.dumps(r) + "\n" for r in records).encode())
+    )
+
+    amp = autocast_dtype(cfg, device)
+    batches = stream.batches_from(start * cfg.grad_accum)
+    step_tokens = cfg.batch_size * cfg.context_length * cfg.grad_accum
+    schedule = dict(
+        max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.steps
+    )
+    timed_tokens, timed_seconds = 0, 0.0
+    progress = make_progress(quiet)
+    with progress, open(out / METRICS, "a") as metrics:
+        task = progress.add_task(
+            "training", total=cfg.steps, completed=start, loss=float("nan"), tps=0.0
+        )
+        for step in range(start, cfg.steps):
+            began = time.perf_counter()
+            lr = training.lr_at(step, **schedule)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            micro = [
+                (x.to(device), y.to(device))
+                for x, y in (next(batches) for _ in range(cfg.grad_accum))
+            ]
+            with autocast(device, amp):
+                loss = training.train_step(model, micro, optimizer, cfg.max_grad_norm)
+            seconds = time.perf_counter() - began
+            timed_tokens, timed_seconds = timed_tokens + step_tokens, timed_seconds + seconds
+            record = {"step": step, "lr": lr, "loss": loss, "tokens_per_s": step_tokens / seconds}
+            last = step == cfg.steps - 1
+            if (step + 1) % cfg.eval_every == 0 or last:
+                with autocast(device, amp):
+                    record["eval_loss"] = training.evaluate(model, val_batches)
+                record["eval_perplexity"] = objective.perplexity(record["eval_loss"])
+            records.append(record)
+            metrics.write(json.dumps(record) + "\n")
+            metrics.flush()
+            if (step + 1) % cfg.checkpoint_every == 0 or last:
+                save_checkpoint(ckpt_path, model, optimizer, cfg, step + 1)
+            progress.update(task, advance=1, loss=loss, tps=timed_tokens / timed_seconds)
+
+    if not records:
+        raise UsageError(
+            f"{out} already holds a finished run of {cfg.steps} steps; "
+            "pass a larger --steps to continue it, or --fresh to start over"
+        )
+    plot_losses(records, out / "loss.png")
+    evals = [r for r in records if "eval_loss" in r]
+    train_tail = [r["loss"] for r in records[-10:]]
+    return {
+        "steps": cfg.steps,
+        "train_loss": sum(train_tail) / len(train_tail),
+        "val_loss": evals[-1]["eval_loss"],
+        "val_perplexity": evals[-1]["eval_perplexity"],
+        "unigram_entropy": data.unigram_entropy(train_ids),
+        "tokens_per_s": timed_tokens / timed_seconds if timed_seconds else float("nan"),
+        "parameters": model.num_parameters(),
+        "corpus_tokens": len(ids),
+        "out": str(out),
+        "sample": sample_text(model, cfg, device),
+    }
+
+
+def check_resumable(saved: dict, cfg: TrainConfig, path: Path) -> None:
+    current = dataclasses.asdict(cfg)
+    changed = [
+        k
+        for k, v in saved.items()
+        if k not in TrainConfig.RESUMABLE_CHANGES and current.get(k) != v
+    ]
+    if changed:
+        raise UsageError(
+            f"{path} was trained with different settings ({', '.join(changed)}); "
+            "pass the same settings to resume, another --out, or --fresh to start over"
+        )
+
+
+def save_checkpoint(path: Path, model: GPT, optimizer, cfg: TrainConfig, step: int) -> None:
+    checkpoint.save(
+        path,
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "model_config": model.config.to_dict(),
+            "train_config": dataclasses.asdict(cfg),
+            "step": step,
+            "rng": torch.get_rng_state(),
+        },
+    )
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def make_progress(quiet: bool):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(
+        TextColumn("[bold]step {task.completed}/{task.total}"),
+        BarColumn(),
+        TextColumn("loss {task.fields[loss]:.3f}"),
+        TextColumn("{task.fields[tps]:,.0f} tok/s"),
+        TimeRemainingColumn(),
+        disable=quiet,
+        transient=False,
+    )
+
+
+def print_report(report: dict) -> None:
+    print(
+        "\n".join(
+            [
+                "",
+                f"Trained {report['parameters'] / 1e6:.1f}M parameters for {report['steps']} steps "
+                f"on {report['corpus_tokens']:,} tokens.",
+                f"  train loss       {report['train_loss']:.3f} (mean of the last 10 steps)",
+                f"  validation loss  {report['val_loss']:.3f}  "
+                f"(perplexity {report['val_perplexity']:.1f})",
+                f"  unigram baseline {report['unigram_entropy']:.3f}  "
+                "(entropy of the corpus's token frequencies: a model that ignores context)",
+                f"  throughput       {report['tokens_per_s']:,.0f} tokens/s",
+                f"  files            {report['out']}/ (checkpoint.pt, metrics.jsonl, loss.png)",
+                "Sample:",
+                "  " + report["sample"].replace("\n", "\n  "),
+            ]
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg, fresh = parse_args(argv)
+    try:
+        report = run(cfg, fresh=fresh)
+    except (UsageError, CorpusError, VocabularyNotFound, checkpoint.CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except NotImplementedError as error:
+        print(
+            f"error: {error}. Implement it, or train with the reference: python -m solutions.train",
+            file=sys.stderr,
+        )
+        return 2
+    print_report(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
