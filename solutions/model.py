@@ -46,6 +46,8 @@ class GPTConfig:
 
 
 PRESETS: dict[str, GPTConfig] = {
+    # For tests and smoke runs: seconds per hundred steps, learns little.
+    "micro": GPTConfig(block_size=64, n_layer=2, n_head=2, n_embd=32),
     # CPU-friendly: trains on a laptop in minutes (the benchmark's "course-tiny").
     "tiny": GPTConfig(block_size=256, n_layer=4, n_head=4, n_embd=128),
     "small": GPTConfig(block_size=512, n_layer=6, n_head=6, n_embd=384),

@@ -85,11 +85,14 @@ def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
     for field in dataclasses.fields(TrainConfig):
         flag = "--" + field.name.replace("_", "-")
         default = getattr(defaults, field.name)
-        kwargs = {"type": type(default), "default": default, "metavar": field.name.upper()}
-        if field.name == "preset":
-            kwargs["choices"] = list(PRESETS)
-            kwargs.pop("metavar")
-        parser.add_argument(flag, help=f"(default: {default})", **kwargs)
+        hint = f"one of {', '.join(PRESETS)}; " if field.name == "preset" else ""
+        parser.add_argument(
+            flag,
+            type=type(default),
+            default=default,
+            metavar=field.name.upper(),
+            help=f"({hint}default: {default})",
+        )
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     args = vars(parser.parse_args(argv))
     fresh = args.pop("fresh")
@@ -97,7 +100,10 @@ def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
 
 
 def validate(cfg: TrainConfig) -> None:
-    block = preset(cfg.preset).block_size
+    try:
+        block = preset(cfg.preset).block_size
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     if cfg.context_length > block:
         raise UsageError(
             f"--context-length {cfg.context_length} is longer than the {cfg.preset!r} preset's "

@@ -1,0 +1,94 @@
+"""Training throughput of the reference GPT: tokens/s, ms/step, peak memory, page faults.
+
+    python bench/train_throughput.py                      # every config, random tokens
+    python bench/train_throughput.py --corpus ../shared/data/time-machine.txt
+    python bench/train_throughput.py --configs course-tiny course-tiny-plain --steps 10
+
+Each config runs in its own process, so peak memory and page faults are its own.
+"course-tiny-plain" is the same model trained the plain way (full [B, T, V] logits, then
+F.cross_entropy): the baseline that the chunked output-layer loss is measured against.
+Nothing else differs: same parameters, same data, same optimizer, float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONFIGS = {
+    # name: (model dims, batch size, plain loss?)
+    "course-tiny": (dict(n_layer=4, n_head=4, n_embd=128, block_size=256), 8, False),
+    "course-tiny-plain": (dict(n_layer=4, n_head=4, n_embd=128, block_size=256), 8, True),
+    "default-run": (dict(n_layer=4, n_head=4, n_embd=128, block_size=128), 16, False),
+}
+
+
+def measure(name: str, steps: int, corpus: str | None) -> dict:
+    sys.path.insert(0, str(ROOT))
+    import torch
+
+    from solutions import training
+    from solutions.data import tokenize
+    from solutions.model import GPT, GPTConfig
+
+    dims, batch_size, plain = CONFIGS[name]
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(**dims))
+    model.fused_loss = not plain  # plain: train_step computes F.cross_entropy(model(x), y)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    T = dims["block_size"]
+    if corpus:
+        ids = tokenize(Path(corpus).read_text(encoding="utf-8"))
+        starts = torch.randint(0, len(ids) - T - 1, (steps + 2, batch_size))
+        batches = [(torch.stack([ids[s : s + T] for s in row]),
+                    torch.stack([ids[s + 1 : s + T + 1] for s in row])) for row in starts]
+    else:
+        batches = [(torch.randint(0, 50257, (batch_size, T)),
+                    torch.randint(0, 50257, (batch_size, T))) for _ in range(steps + 2)]
+    for batch in batches[:2]:  # warm-up: allocator, thread pool, first-touch of weights
+        training.train_step(model, [batch], optimizer)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    began = time.perf_counter()
+    for batch in batches[2:]:
+        training.train_step(model, [batch], optimizer)
+    seconds = time.perf_counter() - began
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return {
+        "config": name,
+        "threads": torch.get_num_threads(),
+        "tokens_per_s": steps * batch_size * T / seconds,
+        "ms_per_step": 1000 * seconds / steps,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "page_faults_per_step": faults / steps,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--corpus", help="a UTF-8 text file to take the batches from")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child, args.steps, args.corpus)))
+        return
+    print(f"{'config':<20}{'tokens/s':>10}{'ms/step':>10}{'peak MB':>10}{'faults/step':>13}")
+    for name in args.configs:
+        cmd = [sys.executable, __file__, "--child", name, "--steps", str(args.steps)]
+        if args.corpus:
+            cmd += ["--corpus", args.corpus]
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        print(f"{name:<20}{r['tokens_per_s']:>10,.0f}{r['ms_per_step']:>10,.0f}"
+              f"{r['peak_rss_mb']:>10,.0f}{r['page_faults_per_step']:>13,.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Shared fixtures for the project's own tests."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _sentences(seed: int, n: int) -> str:
+    """Made-up English-like text with real structure (so a model can learn it)."""
+    rng = random.Random(seed)
+    subjects = ["The cat", "A small dog", "My neighbour", "The old clock", "Every student"]
+    verbs = ["watches", "follows", "remembers", "ignores", "describes"]
+    objects = ["the quiet river", "a red kite", "the long winter", "an open door", "the tide"]
+    endings = [".", " again.", " every morning.", " without a word."]
+    return " ".join(
+        f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}{rng.choice(endings)}"
+        for _ in range(n)
+    )
+
+
+@pytest.fixture
+def small_corpus(tmp_path: Path) -> Path:
+    """A text file of about 6,000 GPT-2 tokens."""
+    path = tmp_path / "corpus.txt"
+    path.write_text(_sentences(0, 900))
+    return path

@@ -1,0 +1,149 @@
+"""Training: accumulation, schedule, exact resume, and a real run that learns."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from solutions import data, train, training
+from solutions.model import GPT, GPTConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = GPTConfig(vocab_size=61, block_size=16, n_layer=2, n_head=2, n_embd=16)
+
+
+def test_k_micro_batches_equal_one_batch_k_times_as_large() -> None:
+    torch.manual_seed(0)
+    model = GPT(SMALL)
+    twin = copy.deepcopy(model)
+    x = torch.randint(0, 61, (8, 16))
+    y = torch.randint(0, 61, (8, 16))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1)
+    loss_k = training.train_step(model, [(x[i : i + 2], y[i : i + 2]) for i in range(0, 8, 2)],
+                                 opt, max_grad_norm=1e9)
+    loss_1 = training.train_step(twin, [(x, y)], twin_opt, max_grad_norm=1e9)
+    assert loss_k == pytest.approx(loss_1, rel=1e-5)
+    for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_batch_stream_can_start_anywhere() -> None:
+    ids = torch.arange(500)
+    stream = data.BatchStream(ids, batch_size=4, context_length=8, stride=8, seed=3)
+    from_start = stream.batches_from(0)
+    first = [next(from_start) for _ in range(40)]  # crosses several epochs
+    later = stream.batches_from(17)
+    for expected in first[17:]:
+        got = next(later)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+    assert not torch.equal(first[0][0], first[stream.batches_per_epoch][0])  # reshuffled
+
+
+def _config(tmp_path: Path, corpus: Path, **overrides) -> train.TrainConfig:
+    settings = dict(
+        preset="micro", corpus=str(corpus), steps=8, batch_size=4, context_length=32, stride=32,
+        warmup_steps=2, eval_every=4, eval_batches=2, checkpoint_every=3, dropout=0.1,
+        sample_tokens=5, out=str(tmp_path / "run"),
+    )
+    settings.update(overrides)
+    return train.TrainConfig(**settings)
+
+
+def _losses(out: Path) -> list[float]:
+    return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_interrupted_and_resumed_run_gives_the_same_losses(
+    tmp_path: Path, small_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    straight = _config(tmp_path, small_corpus, out=str(tmp_path / "straight"))
+    train.run(straight, quiet=True)
+
+    resumed = _config(tmp_path, small_corpus, out=str(tmp_path / "resumed"))
+    real_step, calls = training.train_step, []
+
+    def killed_during_step_4(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:  # steps 0-3 ran and were logged; the checkpoint holds steps 0-2
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train_step", killed_during_step_4)
+    with pytest.raises(KeyboardInterrupt):
+        train.run(resumed, quiet=True)
+    monkeypatch.setattr(training, "train_step", real_step)
+    state = torch.load(Path(resumed.out) / "checkpoint.pt", weights_only=True)
+    assert state["step"] == 3
+    train.run(resumed, quiet=True)
+    assert _losses(Path(resumed.out)) == _losses(Path(straight.out))
+
+
+def test_resume_refuses_changed_settings(tmp_path: Path, small_corpus: Path) -> None:
+    cfg = _config(tmp_path, small_corpus, steps=3, warmup_steps=1)
+    train.run(cfg, quiet=True)
+    with pytest.raises(train.UsageError, match="batch_size"):
+        train.run(dataclasses.replace(cfg, steps=5, batch_size=2), quiet=True)
+    report = train.run(dataclasses.replace(cfg, steps=5), quiet=True)  # more steps: fine
+    assert len(_losses(Path(cfg.out))) == 5 and report["steps"] == 5
+
+
+def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> None:
+    cfg = _config(tmp_path, small_corpus, preset="micro", steps=60, lr=1e-2, min_lr=1e-3,
+                  warmup_steps=5, eval_every=20, dropout=0.0, batch_size=8)
+    report = train.run(cfg, quiet=True)
+    out = Path(cfg.out)
+    for name in ("checkpoint.pt", "metrics.jsonl", "loss.png", "config.json"):
+        assert (out / name).stat().st_size > 0
+    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report["val_loss"] < report["unigram_entropy"] - 0.5
+    assert report["val_perplexity"] == pytest.approx(torch.tensor(report["val_loss"]).exp().item())
+
+
+@pytest.mark.slow
+def test_default_settings_on_embedded_corpus_beat_unigram_baseline(tmp_path: Path) -> None:
+    """The shipped defaults, shortened: the embedded corpus is learnable well below unigram."""
+    cfg = dataclasses.replace(train.TrainConfig(), steps=120, warmup_steps=12, eval_every=60,
+                              checkpoint_every=120, out=str(tmp_path / "run"))
+    report = train.run(cfg, quiet=True)
+    assert report["corpus_tokens"] >= 30_000
+    assert report["val_loss"] < report["unigram_entropy"] - 0.3
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "solutions.train", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--corpus", "/no/such/file.txt"], "corpus file not found"),
+        (["--context-length", "4096"], "longer than the 'tiny' preset's 256 positions"),
+        (["--preset", "enormous"], "unknown model preset 'enormous'"),
+        (["--steps", "10", "--warmup-steps", "10"], "--warmup-steps"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args: list[str], needle: str) -> None:
+    result = _cli(*args)
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_corrupt_checkpoint_is_one_clear_line(tmp_path: Path, small_corpus: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(b"half a checkpoint")
+    result = _cli("--corpus", str(small_corpus), "--out", str(out), "--preset", "micro",
+                  "--context-length", "32")
+    assert result.returncode == 2
+    assert "corrupt" in result.stderr and "--fresh" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
