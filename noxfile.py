@@ -73,3 +73,10 @@ def lint(session: nox.Session) -> None:
 def exercises(session: nox.Session) -> None:
     """Regenerate exercises/ from solutions/ (instructors; overwrites exercises/)."""
     session.run("python", "tools/generate_exercises.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def compare(session: nox.Session) -> None:
+    """Train with your functions beside the reference; options after `--` (see --help)."""
+    install(session)
+    session.run("python", "-m", "graders.compare", *session.posargs)

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import checkpoint, data, generation, objective, training
+from . import attention, checkpoint, data, distributed, generation, objective, training
 from .corpus import CorpusError, load_corpus
 from .model import GPT, PRESETS, preset
 from .vocab import VocabularyNotFound, gpt2_encoding
@@ -56,6 +57,7 @@ class TrainConfig:
     seed: int = 1337
     device: str = "auto"
     dtype: str = "auto"
+    attention: str = "fused"  # or "lesson": the package's own attention.attention
     prompt: str = "A language model"
     sample_tokens: int = 60
     temperature: float = 0.8
@@ -124,6 +126,8 @@ def validate(cfg: TrainConfig) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
     if not 0 <= cfg.warmup_steps < cfg.steps:
         raise UsageError("--warmup-steps must be at least 0 and less than --steps")
+    if cfg.attention not in ("fused", "lesson"):
+        raise UsageError("--attention must be fused (PyTorch's kernel) or lesson (yours)")
     if cfg.dtype not in ("auto", "float32", "bfloat16"):
         raise UsageError("--dtype must be auto, float32 or bfloat16")
 
@@ -211,9 +215,32 @@ def sample_text(model: GPT, cfg: TrainConfig, device: torch.device) -> str:
 
 
 def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
-    """Train (or resume) a run; returns the closing report as a dict."""
+    """Train (or resume) a run; returns the closing report as a dict.
+
+    Under ``torchrun --nproc_per_node N`` every process runs this (see ``distributed``): each
+    trains on its shard of every global batch of ``batch_size`` windows; rank 0 alone
+    evaluates, writes the files and returns the report, the other ranks return ``{}``.
+    """
     validate(cfg)
-    device = pick_device(cfg.device)
+    world = distributed.World.from_env()
+    if cfg.batch_size % world.size:
+        raise UsageError(
+            f"--batch-size {cfg.batch_size} does not split evenly over {world.size} processes; "
+            f"use a multiple of {world.size} (it is the global batch, shared by all processes)"
+        )
+    device = distributed.rank_device(world, pick_device(cfg.device))
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise UsageError(
+            f"process {world.rank} has no GPU of its own (LOCAL_RANK {world.local_rank}, "
+            f"{torch.cuda.device_count()} GPUs here); start fewer processes per node"
+        )
+    with distributed.process_group(world, device):
+        return _train(cfg, fresh, quiet, world, device)
+
+
+def _train(
+    cfg: TrainConfig, fresh: bool, quiet: bool, world: distributed.World, device: torch.device
+) -> dict:
     out = Path(cfg.out)
     ckpt_path = out / CHECKPOINT
     torch.manual_seed(cfg.seed)
@@ -225,22 +252,30 @@ def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
     val_batches = [(x.to(device), y.to(device)) for x, y in val_batches]
 
     model_config = dataclasses.replace(preset(cfg.preset), dropout=cfg.dropout)
-    model = GPT(model_config).to(device)
+    lesson_attention = attention.attention if cfg.attention == "lesson" else None
+    model = GPT(model_config, attention_fn=lesson_attention).to(device)
     optimizer = make_optimizer(model, cfg, fused=device.type == "cuda")
     start = 0
+    if world.rank:  # the same initial weights everywhere, but each rank its own dropout masks
+        torch.manual_seed(cfg.seed + world.rank)
     if ckpt_path.exists() and not fresh:
         state = checkpoint.load(ckpt_path)
         check_resumable(state["train_config"], cfg, ckpt_path)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
+        restore_rng(state, world)
         start = state["step"]
-    records = read_metrics(out / METRICS, start) if start else []
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
-    checkpoint.atomic_write(
-        out / METRICS, lambda f: f.write("".join(json.dumps(r) + "\n" for r in records).encode())
-    )
+    step_model = model  # what train_step trains: the model, or its DistributedDataParallel
+    if world.size > 1:
+        step_model = distributed.SyncOnLastMicroBatch(model, device)
+    records = read_metrics(out / METRICS, start) if start and world.is_main else []
+    if world.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+        checkpoint.atomic_write(
+            out / METRICS,
+            lambda f: f.write("".join(json.dumps(r) + "\n" for r in records).encode()),
+        )
 
     amp = autocast_dtype(cfg, device)
     batches = stream.batches_from(start * cfg.grad_accum)
@@ -249,8 +284,8 @@ def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
         max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.steps
     )
     timed_tokens, timed_seconds = 0, 0.0
-    progress = make_progress(quiet)
-    with progress, open(out / METRICS, "a") as metrics:
+    progress = make_progress(quiet or not world.is_main)
+    with progress, open(out / METRICS if world.is_main else os.devnull, "a") as metrics:
         task = progress.add_task(
             "training", total=cfg.steps, completed=start, loss=float("nan"), tps=0.0
         )
@@ -261,15 +296,16 @@ def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
                 group["lr"] = lr
             micro = [
                 (x.to(device), y.to(device))
-                for x, y in (next(batches) for _ in range(cfg.grad_accum))
+                for x, y in (world.shard(next(batches)) for _ in range(cfg.grad_accum))
             ]
-            with autocast(device, amp):
-                loss = training.train_step(model, micro, optimizer, cfg.max_grad_norm)
+            with autocast(device, amp), distributed.micro_batches(step_model, len(micro)):
+                loss = training.train_step(step_model, micro, optimizer, cfg.max_grad_norm)
+            loss = distributed.mean(loss, world, device)  # the global batch's loss
             seconds = time.perf_counter() - began
             timed_tokens, timed_seconds = timed_tokens + step_tokens, timed_seconds + seconds
             record = {"step": step, "lr": lr, "loss": loss, "tokens_per_s": step_tokens / seconds}
             last = step == cfg.steps - 1
-            if (step + 1) % cfg.eval_every == 0 or last:
+            if world.is_main and ((step + 1) % cfg.eval_every == 0 or last):
                 with autocast(device, amp):
                     record["eval_loss"] = training.evaluate(model, val_batches)
                 record["eval_perplexity"] = objective.perplexity(record["eval_loss"])
@@ -277,9 +313,14 @@ def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
             if (step + 1) % cfg.checkpoint_every == 0 or last:
-                save_checkpoint(ckpt_path, model, optimizer, cfg, step + 1)
+                rngs = distributed.gather(torch.get_rng_state(), world)
+                if world.is_main:
+                    per_rank = rngs if world.size > 1 else None
+                    save_checkpoint(ckpt_path, model, optimizer, cfg, step + 1, per_rank)
             progress.update(task, advance=1, loss=loss, tps=timed_tokens / timed_seconds)
 
+    if not world.is_main:
+        return {}
     if not records:
         raise UsageError(
             f"{out} already holds a finished run of {cfg.steps} steps; "
@@ -316,18 +357,38 @@ def check_resumable(saved: dict, cfg: TrainConfig, path: Path) -> None:
         )
 
 
-def save_checkpoint(path: Path, model: GPT, optimizer, cfg: TrainConfig, step: int) -> None:
-    checkpoint.save(
-        path,
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "model_config": model.config.to_dict(),
-            "train_config": dataclasses.asdict(cfg),
-            "step": step,
-            "rng": torch.get_rng_state(),
-        },
-    )
+def save_checkpoint(
+    path: Path,
+    model: GPT,
+    optimizer,
+    cfg: TrainConfig,
+    step: int,
+    rng_per_rank: list[torch.Tensor] | None = None,
+) -> None:
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "model_config": model.config.to_dict(),
+        "train_config": dataclasses.asdict(cfg),
+        "step": step,
+        "rng": torch.get_rng_state(),
+    }
+    if rng_per_rank is not None:  # a distributed run: every rank's dropout stream
+        state["rng_per_rank"] = rng_per_rank
+    checkpoint.save(path, state)
+
+
+def restore_rng(state: dict, world: distributed.World) -> None:
+    """Continue the random stream (dropout) where the checkpoint left it.
+
+    A distributed checkpoint holds one state per rank; resumed with another number of
+    processes, rank 0 takes the saved main state and the others keep their fresh seeds.
+    """
+    per_rank = state.get("rng_per_rank")
+    if world.size > 1 and per_rank is not None and len(per_rank) == world.size:
+        torch.set_rng_state(per_rank[world.rank])
+    elif world.is_main:
+        torch.set_rng_state(state["rng"])
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None):
@@ -384,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    print_report(report)
+    if report:  # under torchrun, rank 0 reports
+        print_report(report)
     return 0
 
 

@@ -1,0 +1,81 @@
+"""``python -m graders``: grade the exercises and print points, hints and links.
+
+    python -m graders                        # every lesson's public checks, on exercises/
+    python -m graders embeddings windows     # some lessons
+    python -m graders --target solutions     # another package directory
+    python -m graders --hidden               # instructors: the hidden checks too
+
+Exit status 0 whenever grading ran, whatever the score; 2 with a one-line error when it could
+not (unknown lesson, a --target without the modules, hidden graders not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see python -m graders --help)\n")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    from .runner import DEFAULT_REPORT
+
+    parser = _Parser(
+        prog="python -m graders",
+        description="Grade the course's exercises: points, a hint per failed check, and a "
+        "link to the lesson section that explains it.",
+    )
+    parser.add_argument("lessons", nargs="*", metavar="LESSON",
+                        help="lessons to grade, by slug or number (default: all)")
+    parser.add_argument("--target", type=Path, default=None,
+                        help="the directory holding the exercise modules (default: exercises/)")
+    parser.add_argument("--hidden", action="store_true",
+                        help="run the hidden checks as well (instructors)")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help=f"where to write the JSON report (default: {DEFAULT_REPORT})")
+    parser.add_argument("--sandbox", action="store_true",
+                        help="run the student's code in the sandbox")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    from rich.console import Console
+
+    from .report import render_lesson, render_total
+    from .runner import DEFAULT_REPORT, GradingError, grade
+
+    # A console on its own copy of standard output: pytest's output capture does not touch it.
+    console = Console(file=os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8"),
+                      highlight=False)
+    json_path = args.json if args.json is not None else DEFAULT_REPORT
+    try:
+        report = grade(
+            args.target,
+            lessons=args.lessons,
+            hidden=args.hidden,
+            json_path=json_path,
+            sandbox=args.sandbox,
+            on_lesson=lambda lesson: render_lesson(console, lesson),
+        )
+    except GradingError as error:
+        console.file.flush()
+        lines = str(error).splitlines() or ["grading failed"]
+        print(f"error: {lines[0]}", file=sys.stderr)
+        if len(lines) > 1:
+            print("\n".join(lines[1:]), file=sys.stderr)
+        return 2
+    render_total(console, report)
+    console.print(f"[dim]report: {json_path}[/dim]")
+    console.file.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""What grader tests use to judge a student's answer: validation, comparison, diagnosis.
+
+Everything a student's function returns reaches the checker as plain data (see
+graders/worker.py). A test validates it here, in the checker's own torch, and fails with
+``CheckFailed``: a ``detail`` (what was wrong, shown for public checks only) and optionally
+the key of a diagnosed ``mistake`` from the check's ``[lesson.check.mistakes]`` table in
+course/lessons.toml, whose text becomes the hint. Without a diagnosis the hint is the check's
+default one.
+
+    out = student.call("lookup", table, ids)
+    expect_close(out, F.embedding(ids, table), "lookup(table, ids)",
+                 mistakes={"off-by-one": table[ids - 1]})
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from torch import Tensor
+
+
+class CheckFailed(AssertionError):
+    """A check failed: ``detail`` says how, ``mistake`` names a diagnosed mistake (a key of the
+    check's mistakes table), ``hint`` overrides the manifest's hint (harness-level failures)."""
+
+    def __init__(self, detail: str, mistake: str | None = None, *, hint: str | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.mistake = mistake
+        self.hint = hint
+
+
+class GraderUnavailable(RuntimeError):
+    """The graders cannot judge at all (no worker, no GPT-2 vocabulary): not the student's fault."""
+
+
+def fail(detail: str, mistake: str | None = None) -> NoReturn:
+    raise CheckFailed(detail, mistake)
+
+
+# Hidden checks: property-based, a fixed seed (the same inputs on every run, so a grade can be
+# reproduced), no shrinking (every failing call costs time), no files (no example database).
+hidden_settings = settings(
+    max_examples=20,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=list(HealthCheck),
+    verbosity=Verbosity.quiet,
+    report_multiple_bugs=False,
+    print_blob=False,
+)
+
+
+def describe(value: Any) -> str:
+    """A short description of a value for a detail message."""
+    if isinstance(value, Tensor):
+        return f"a {dtype_name(value.dtype)} tensor of shape {list(value.shape)}"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, int | float):
+        return f"the {type(value).__name__} {value!r}"
+    if isinstance(value, list | tuple):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def as_tensor(value: Any, what: str, *, kind: str | None = None) -> Tensor:
+    """``value`` if it is a real, dense CPU tensor (``kind``: "float", "int" or "bool"), else fail.
+
+    Only the checker's own ``torch.Tensor`` (or ``nn.Parameter``) comes out of a weights-only
+    load, so subclasses and look-alikes never get here; this also rejects sparse, meta and
+    quantized tensors. Returns a detached tensor.
+    """
+    if not isinstance(value, Tensor) or type(value) not in (Tensor, torch.nn.Parameter):
+        fail(f"{what} should be a torch.Tensor, got {describe(value)}")
+    if value.layout != torch.strided or value.device.type != "cpu" or value.is_quantized:
+        fail(f"{what} should be a dense CPU tensor, got layout {value.layout} on {value.device}")
+    value = value.detach()
+    if kind == "float" and not value.dtype.is_floating_point:
+        fail(f"{what} should be a floating-point tensor, got {dtype_name(value.dtype)}")
+    if kind == "int" and (value.dtype.is_floating_point or value.dtype.is_complex
+                          or value.dtype == torch.bool):
+        fail(f"{what} should be an integer tensor, got {dtype_name(value.dtype)}")
+    if kind == "bool" and value.dtype != torch.bool:
+        fail(f"{what} should be a bool tensor, got {dtype_name(value.dtype)}")
+    return value.resolve_conj().resolve_neg()
+
+
+def as_float(value: Any, what: str, *, allow_int: bool = True) -> float:
+    """A Python float (or int, when allowed); tensors and numpy scalars are rejected."""
+    if isinstance(value, bool) or not isinstance(value, float | int):
+        fail(f"{what} should be a Python float, got {describe(value)}")
+    if isinstance(value, int) and not allow_int:
+        fail(f"{what} should be a Python float, got {describe(value)}")
+    return float(value)
+
+
+def as_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(f"{what} should be a Python int, got {describe(value)}")
+    return value
+
+
+def as_list(value: Any, what: str, item: Callable[[Any, str], Any]) -> list:
+    """A list (a tuple is not accepted) whose items pass ``item``."""
+    if type(value) is not list:
+        fail(f"{what} should be a list, got {describe(value)}")
+    return [item(v, f"{what}[{i}]") for i, v in enumerate(value)]
+
+
+def as_str(value: Any, what: str) -> str:
+    if type(value) is not str:
+        fail(f"{what} should be a str, got {describe(value)}")
+    return value
+
+
+def as_pair(value: Any, what: str) -> tuple:
+    if type(value) not in (tuple, list) or len(value) != 2:
+        fail(f"{what} should be a pair (a tuple of two), got {describe(value)}")
+    return tuple(value)
+
+
+def as_bool(value: Any, what: str) -> bool:
+    if type(value) is not bool:
+        fail(f"{what} should be True or False, got {describe(value)}")
+    return value
+
+
+def close(actual: Tensor, expected: Tensor, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Same shape, same dtype kind, values within tolerance (NaN matches NaN, inf matches inf)."""
+    if not isinstance(actual, Tensor) or actual.shape != expected.shape:
+        return False
+    if actual.dtype == torch.bool or expected.dtype == torch.bool:
+        return actual.dtype == expected.dtype and torch.equal(actual, expected)
+    if not actual.dtype.is_floating_point and not expected.dtype.is_floating_point:
+        return torch.equal(actual.long(), expected.long())
+    a, e = actual.double(), expected.double()
+    nan = a.isnan() | e.isnan()
+    same_nan = torch.equal(a.isnan(), e.isnan())
+    inf = a.isinf() | e.isinf()
+    same_inf = torch.equal(a.masked_fill(~inf, 0), e.masked_fill(~inf, 0))
+    finite = ~(nan | inf)
+    near = ((a - e).abs() <= atol + rtol * e.abs()) | ~finite
+    return same_nan and same_inf and bool(near.all())
+
+
+def difference(actual: Tensor, expected: Tensor) -> str:
+    """Where two same-shaped tensors differ most, for a detail message."""
+    if actual.numel() == 0:
+        return "they differ"
+    a, e = actual.double(), expected.double()
+    gap = (a - e).abs().nan_to_num(nan=math.inf)
+    gap = torch.where(a.isnan() & e.isnan(), torch.zeros_like(gap), gap)
+    gap = torch.where((a == e), torch.zeros_like(gap), gap)
+    flat = int(gap.flatten().argmax())
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), actual.shape))
+    where = f" at index {list(index)}" if index else ""
+    return f"got {a[index].item():.6g}, expected {e[index].item():.6g}{where}"
+
+
+def expect_close(
+    actual: Any,
+    expected: Tensor,
+    what: str,
+    *,
+    mistakes: Mapping[str, Tensor] | None = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    check_dtype: bool = True,
+) -> Tensor:
+    """Fail unless ``actual`` is a tensor equal to ``expected`` (shape, dtype, values).
+
+    On a mismatch, each of ``mistakes`` (key -> the answer that mistake would give) is tried;
+    a match names the mistake.
+    """
+    kind = "bool" if expected.dtype == torch.bool else None
+    value = as_tensor(actual, what, kind=kind)
+    if value.shape == expected.shape and close(value, expected, rtol=rtol, atol=atol):
+        if check_dtype and value.dtype != expected.dtype:
+            fail(f"{what} has dtype {dtype_name(value.dtype)}, expected "
+                 f"{dtype_name(expected.dtype)}")
+        return value
+    diagnose(value, mistakes, rtol=rtol, atol=atol, detail=_mismatch(value, expected, what))
+    raise AssertionError("unreachable")
+
+
+def _mismatch(value: Tensor, expected: Tensor, what: str) -> str:
+    if value.shape != expected.shape:
+        return f"{what} has shape {list(value.shape)}, expected {list(expected.shape)}"
+    return f"{what} is wrong: {difference(value, expected)}"
+
+
+def diagnose(
+    value: Any,
+    mistakes: Mapping[str, Any] | None,
+    *,
+    detail: str,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+) -> NoReturn:
+    """Fail with ``detail``, naming the first mistake whose answer ``value`` matches."""
+    for key, wrong in (mistakes or {}).items():
+        if same(value, wrong, rtol=rtol, atol=atol):
+            fail(detail, key)
+    fail(detail)
+
+
+def same(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Structural equality of plain data; tensors compared with ``close``."""
+    if isinstance(b, Tensor):
+        return isinstance(a, Tensor) and close(a, b, rtol=rtol, atol=atol)
+    if isinstance(a, Tensor):
+        return False
+    if isinstance(b, list | tuple):
+        return (isinstance(a, list | tuple) and len(a) == len(b)
+                and all(same(x, y, rtol=rtol, atol=atol) for x, y in zip(a, b, strict=True)))
+    if isinstance(b, dict):
+        return (isinstance(a, dict) and a.keys() == b.keys()
+                and all(same(a[k], b[k], rtol=rtol, atol=atol) for k in b))
+    if isinstance(b, float) and isinstance(a, int | float) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=rtol, abs_tol=atol) or (math.isnan(a) and math.isnan(b))
+    return type(a) is type(b) and a == b
+
+
+def expect_equal(actual: Any, expected: Any, what: str, *,
+                 mistakes: Mapping[str, Any] | None = None) -> None:
+    """Fail unless ``actual`` equals ``expected`` exactly (plain data, types included)."""
+    if same(actual, expected, rtol=0.0, atol=0.0):
+        return
+    shown = repr(actual)
+    if len(shown) > 200:
+        shown = shown[:200] + "..."
+    diagnose(actual, mistakes, rtol=0.0, atol=0.0,
+             detail=f"{what} returned {shown}, expected {_short(expected)}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."

@@ -1,0 +1,414 @@
+"""The checker's side of the grading worker: start it, talk to it, restart it when it fails.
+
+One worker serves a whole grading run (starting Python and torch costs seconds). A call that
+times out, crashes the worker (``os._exit``, a segfault), prints too much or sends back
+something unreadable fails that one check: the worker is killed with its whole process group
+and a fresh one starts on the next call. A student's exception (``sys.exit`` included) is
+just an answer; the worker goes on.
+
+Isolation without a sandbox. The worker runs in its own session and process group with
+``python -I`` (no PYTHON* variables, no user site, no script directory on ``sys.path``), in an
+empty temporary working directory, with a small environment, standard input from /dev/null and
+its output drained and capped by the checker. Before any student code it sets RLIMIT_AS (4 GiB
+by default), RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE=0 (RLIMIT_NPROC too when not root),
+asks to die with its parent, turns off dumpability and new privileges, and drops every
+capability (so a worker started as root cannot raise its limits again). Whatever it returns
+is read with ``torch.load(weights_only=True)`` and validated in the checker.
+
+What that does not stop: the worker runs as the same user as the checker, so the student's
+code can read any file that user can (the hidden graders, if they are on disk), write files
+the user owns (the grader tree itself, affecting later runs, though not the run in progress:
+its tests are imported before any student code runs and the worker's source is read once),
+signal or kill the checker, use the network, and fork up to the limits (not at all limited
+for root). ``--sandbox`` (graders/sandbox.py) is where those are closed.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import worker as protocol
+from .checking import CheckFailed, GraderUnavailable, describe
+from .hints import (
+    CRASHED,
+    EXITED,
+    IN_PLACE,
+    NOT_IMPLEMENTED,
+    NOT_PLAIN,
+    OUT_OF_MEMORY,
+    TIMED_OUT,
+    TOO_MUCH_OUTPUT,
+)
+from .sandbox import worker_command
+
+DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
+MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
+MAX_ANSWER = 256 << 20  # bytes of one answer
+STARTUP_TIMEOUT = 180.0
+TAIL = 4096
+__all__ = ["IN_PLACE", "StudentError", "WorkerClient", "WorkerUnavailable"]
+
+class WorkerUnavailable(GraderUnavailable):
+    """The worker could not be started at all: the grading run cannot go on."""
+
+
+class StudentError(Exception):
+    """The student's code raised; ``builtins`` lists the built-in exception classes it is."""
+
+    def __init__(self, info: dict, function: str, during: str = "call") -> None:
+        self.type_name = str(info.get("type", "?"))
+        self.builtins = [str(b) for b in info.get("builtins", [])]
+        self.message = str(info.get("message", ""))
+        self.where = info.get("where")
+        self.function = function
+        self.during = during
+        super().__init__(self.detail)
+
+    def is_a(self, name: str) -> bool:
+        return name in self.builtins
+
+    @property
+    def detail(self) -> str:
+        doing = "importing the module" if self.during == "import" else self.function
+        where = f" ({self.where})" if isinstance(self.where, str) else ""
+        message = f": {self.message}" if self.message else ""
+        return f"{doing} raised {self.type_name}{message}{where}"
+
+    @property
+    def hint(self) -> str | None:
+        """A harness-level hint when the exception itself says what went wrong."""
+        if self.is_a("NotImplementedError"):
+            return NOT_IMPLEMENTED
+        if self.is_a("SystemExit"):
+            return EXITED
+        if self.is_a("MemoryError") or "can't allocate memory" in self.message:
+            return OUT_OF_MEMORY.format(gib=DEFAULT_MEMORY / (1 << 30))
+        return None
+
+
+def _failed(detail: str, hint: str) -> CheckFailed:
+    return CheckFailed(detail, hint=hint)
+
+
+class WorkerClient:
+    """A persistent worker for one target package; see the module docstring."""
+
+    def __init__(self, target: Path, *, sandbox: bool = False, memory: int = DEFAULT_MEMORY,
+                 startup_timeout: float = STARTUP_TIMEOUT) -> None:
+        self.target = Path(target).resolve()
+        self.sandbox = sandbox
+        self.memory = memory
+        self.startup_timeout = startup_timeout
+        # Read once, before any student code runs: rewriting the file later changes nothing.
+        self._source = Path(protocol.__file__).read_bytes()
+        self._proc: subprocess.Popen | None = None
+        self._workdir: str | None = None
+        self._ready = False
+        self._tail = bytearray()
+        self._buffer = bytearray()
+        self.starts = 0
+        self.imported: set[str] = set()
+        self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
+
+    # -- process management -----------------------------------------------------------------
+
+    def command(self) -> list[str]:
+        base = [
+            sys.executable, "-I", "-c", protocol.BOOTSTRAP,
+            "--memory", str(self.memory),
+            "--target", str(self.target),
+        ]
+        return worker_command(base, self.target, sandbox=self.sandbox)
+
+    def _environment(self, workdir: str) -> dict[str, str]:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": workdir,
+            "TMPDIR": workdir,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        for name in ("GPT2_TIKTOKEN", "TIKTOKEN_CACHE_DIR"):  # where the vocabulary lives
+            if name in os.environ:
+                env[name] = os.environ[name]
+        return env
+
+    def start(self) -> None:
+        """Start a worker without waiting for it (it imports torch meanwhile)."""
+        if self._proc is not None:
+            return
+        self._workdir = tempfile.mkdtemp(prefix="grader-worker-")
+        try:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self._workdir,
+                env=self._environment(self._workdir),
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as error:
+            self._cleanup()
+            raise WorkerUnavailable(f"cannot start the grading worker: {error}") from error
+        for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            os.set_blocking(stream.fileno(), False)
+        self.starts += 1
+        self._ready = False
+        self._buffer.clear()
+        self._pending = bytearray(protocol.FRAME.pack(len(self._source)) + self._source)
+        self.imported.clear()
+
+    def _await_ready(self) -> None:
+        if self._ready:
+            return
+        try:
+            answer = self._exchange(b"", self.startup_timeout, what="starting the worker")
+        except CheckFailed as failure:
+            raise WorkerUnavailable(
+                f"the grading worker did not start: {failure.detail}; its output:\n"
+                + self._tail.decode("utf-8", "replace")
+            ) from None
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            self.kill()
+            raise WorkerUnavailable("the grading worker sent a malformed greeting")
+        self._ready = True
+
+    def kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._ready = False
+        self._cleanup()
+
+    close = kill
+
+    def _cleanup(self) -> None:
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    # -- one exchange -------------------------------------------------------------------------
+
+    def _note_output(self, chunk: bytes) -> None:
+        self._tail += chunk
+        del self._tail[:-TAIL]
+
+    def _exchange(self, payload: bytes, timeout: float, *, what: str) -> Any:
+        """Send one frame (if any), read one answer frame, within ``timeout`` seconds."""
+        proc = self._proc
+        assert proc is not None
+        if payload:
+            self._pending += protocol.FRAME.pack(len(payload)) + payload
+        deadline = time.monotonic() + timeout
+        printed = 0
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ, "answer")
+        selector.register(proc.stderr, selectors.EVENT_READ, "output")
+        writing = False
+        try:
+            while True:
+                if self._pending and not writing:
+                    selector.register(proc.stdin, selectors.EVENT_WRITE, "request")
+                    writing = True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._fail(f"{what} did not finish within {timeout:g} s",
+                                     TIMED_OUT.format(seconds=timeout))
+                for key, _ in selector.select(min(remaining, 0.5)):
+                    if key.data == "request":
+                        try:
+                            sent = os.write(proc.stdin.fileno(), self._pending[: 1 << 16])
+                        except BlockingIOError:
+                            continue
+                        except (BrokenPipeError, OSError):
+                            raise self._died(what) from None
+                        del self._pending[:sent]
+                        if not self._pending:
+                            selector.unregister(proc.stdin)
+                            writing = False
+                    elif key.data == "output":
+                        chunk = _read(proc.stderr)
+                        if chunk is None:
+                            continue
+                        if not chunk:
+                            selector.unregister(proc.stderr)
+                            continue
+                        printed += len(chunk)
+                        self._note_output(chunk)
+                        if printed > MAX_OUTPUT:
+                            raise self._fail(
+                                f"{what} printed more than {MAX_OUTPUT >> 20} MiB",
+                                TOO_MUCH_OUTPUT.format(mib=MAX_OUTPUT / (1 << 20)),
+                            )
+                    else:
+                        chunk = _read(proc.stdout)
+                        if chunk is None:
+                            continue
+                        if not chunk:
+                            raise self._died(what)
+                        self._buffer += chunk
+                        answer = self._take_frame(what)
+                        if answer is not None:
+                            return answer
+        finally:
+            selector.close()
+
+    def _take_frame(self, what: str) -> Any:
+        size = protocol.FRAME.size
+        if len(self._buffer) < size:
+            return None
+        length = protocol.FRAME.unpack(self._buffer[:size])[0]
+        if length > MAX_ANSWER:
+            raise self._fail(f"{what} sent back more than {MAX_ANSWER >> 20} MiB", NOT_PLAIN)
+        if len(self._buffer) < size + length:
+            return None
+        frame = bytes(self._buffer[size : size + length])
+        del self._buffer[: size + length]
+        try:
+            return protocol.decode(frame)
+        except Exception:  # noqa: BLE001 - the student may have written to the channel
+            raise self._fail(f"{what}: the worker's answer was unreadable", NOT_PLAIN) from None
+
+    def _fail(self, detail: str, hint: str) -> CheckFailed:
+        self.kill()
+        return _failed(detail, hint)
+
+    def _died(self, what: str) -> CheckFailed:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            while (chunk := _read(proc.stderr)) not in (None, b""):
+                self._note_output(chunk)
+        if code is None:
+            how = "it closed its channel"
+        elif code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"it exited with status {code}: sys.exit or os._exit?"
+        return self._fail(f"{what}: the worker died ({how})", CRASHED.format(how=how))
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def request(self, message: dict, timeout: float, *, what: str) -> dict:
+        """One request; harness failures raise CheckFailed, the student's errors StudentError."""
+        self.start()
+        self._await_ready()
+        answer = self._exchange(protocol.encode(message), timeout, what=what)
+        if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
+            raise self._fail(f"{what}: the worker's answer was malformed", NOT_PLAIN)
+        return answer
+
+    def ensure_module(self, module: str, timeout: float) -> None:
+        """Import the student's module once; an import that fails is remembered for the run."""
+        if module in self.broken:
+            raise self.broken[module]
+        if module in self.imported and self._proc is not None:
+            return
+        try:
+            answer = self.request({"op": "import", "module": module}, timeout,
+                                  what=f"importing {module}.py")
+        except CheckFailed as failure:
+            self.broken[module] = failure
+            raise
+        if not answer["ok"]:
+            error = StudentError(_dict(answer.get("error")), f"{module}.py", during="import")
+            self.broken[module] = error
+            raise error
+        self.imported.add(module)
+
+    def call(self, function: str, args: list, kwargs: dict, timeout: float) -> tuple[Any, Any]:
+        """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after)."""
+        self.ensure_module(function.partition(".")[0], timeout)
+        answer = self.request(
+            {"op": "call", "function": function, "args": args, "kwargs": kwargs,
+             "return_inputs": True},
+            timeout,
+            what=_name(function),
+        )
+        if not answer["ok"]:
+            raise StudentError(_dict(answer.get("error")), _name(function))
+        value = unpack(answer.get("value"), _name(function))
+        inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
+        return value, inputs
+
+    def scenario(self, name: str, function: str, config: dict, timeout: float) -> Any:
+        self.ensure_module(function.partition(".")[0], timeout)
+        answer = self.request(
+            {"op": "scenario", "name": name, "function": function, "config": config},
+            timeout,
+            what=_name(function),
+        )
+        if not answer["ok"]:
+            raise StudentError(_dict(answer.get("error")), _name(function))
+        return unpack(answer.get("value"), _name(function))
+
+    def limits(self, timeout: float = 30.0) -> dict:
+        """The worker's resource limits and privileges (for the project's tests)."""
+        answer = self.request({"op": "limits"}, timeout, what="reading limits")
+        return unpack(answer.get("value"), "limits")
+
+
+def unpack(packed: Any, what: str) -> Any:
+    """A packed value (see graders/worker.py) as plain data, or CheckFailed."""
+    if not isinstance(packed, dict):
+        raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
+    kind = packed.get("type") if isinstance(packed.get("type"), str) else "?"
+    payload = packed.get("payload")
+    if not isinstance(payload, bytes):
+        raise _failed(f"{what} returned a {kind} that cannot be sent back as data "
+                      f"({packed.get('error')})", NOT_PLAIN)
+    try:
+        return protocol.decode(payload)
+    except Exception:  # noqa: BLE001 - UnpicklingError and friends: not plain data
+        raise _failed(f"{what} returned a {kind}, which is not plain data", NOT_PLAIN) from None
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {"type": "?", "message": describe(value)}
+
+
+def _name(function: str) -> str:
+    return function.partition(".")[2] or function
+
+
+def _read(stream: Any) -> bytes | None:
+    """Available bytes; b"" at end of file; None when nothing is available yet."""
+    try:
+        return os.read(stream.fileno(), 1 << 20)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""

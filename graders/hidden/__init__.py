@@ -1,0 +1,1 @@
+"""Hidden graders: instructors only; never shipped to students."""

@@ -1,0 +1,1 @@
+"""The lesson notebook's side of grading: ``from graders.instructor.notebook import check``."""

@@ -1,0 +1,188 @@
+"""The nbgrader course directory and its configuration.
+
+``build/nbgrader/`` (git-ignored) is a standard nbgrader course directory:
+
+    nbgrader_config.py      generated; lets plain ``nbgrader ...`` commands run here too
+    gradebook.db            nbgrader's SQLite gradebook
+    source/LESSON/          one assignment per lesson (built from the manifest)
+    release/LESSON/         what students get (``nbgrader generate_assignment``)
+    downloaded/LESSON/archive/   zips to collect (``nbgrader zip_collect``)
+    submitted/STUDENT/LESSON/    submissions, nbgrader's layout
+    autograded/ feedback/   nbgrader's outputs
+    results/STUDENT/LESSON.json  the grading harness's reports (ours; instructors only)
+    grades.csv grades-by-check.csv   exports
+
+Everything that configures nbgrader is in :func:`configure`, used both by our commands
+(through the API) and by the generated nbgrader_config.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graders.manifest import ROOT, Manifest, load_manifest
+
+COURSE_ID = "gpt-from-the-ground-up"
+DEFAULT_COURSE = ROOT / "build" / "nbgrader"
+PACKAGE = "exercises"  # the student's package inside every assignment
+CELL_TIMEOUT = 1800  # seconds; a cell may grade a whole lesson (plain nbgrader autograde)
+
+
+@dataclass(frozen=True)
+class Course:
+    root: Path
+
+    @classmethod
+    def at(cls, root: Path | str | None = None) -> Course:
+        return cls(Path(root if root is not None else DEFAULT_COURSE).resolve())
+
+    @property
+    def source(self) -> Path:
+        return self.root / "source"
+
+    @property
+    def release(self) -> Path:
+        return self.root / "release"
+
+    @property
+    def submitted(self) -> Path:
+        return self.root / "submitted"
+
+    @property
+    def autograded(self) -> Path:
+        return self.root / "autograded"
+
+    @property
+    def feedback(self) -> Path:
+        return self.root / "feedback"
+
+    @property
+    def downloaded(self) -> Path:
+        return self.root / "downloaded"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def gradebook(self) -> Path:
+        return self.root / "gradebook.db"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.gradebook}"
+
+    def lessons(self) -> list[str]:
+        """The lessons released so far (assignments in source/)."""
+        if not self.source.is_dir():
+            return []
+        return sorted(p.name for p in self.source.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+    def students(self, lesson: str | None = None) -> list[str]:
+        if not self.submitted.is_dir():
+            return []
+        return sorted(
+            p.name for p in self.submitted.iterdir()
+            if p.is_dir() and (lesson is None or (p / lesson).is_dir())
+        )
+
+
+def kernel_environment() -> None:
+    """The kernels nbgrader starts never import from the submission folder, and find the
+    instructors' graders: ``PYTHONSAFEPATH`` keeps the working directory off ``sys.path`` (a
+    student's ``ipykernel_launcher.py`` or ``graders/`` would otherwise win), and the project
+    root goes first on ``PYTHONPATH``. Kernels inherit this process's environment."""
+    os.environ["PYTHONSAFEPATH"] = "1"
+    # nbgrader runs `alembic` (a console script of this environment) to create the gradebook.
+    bin_dir = os.path.dirname(sys.executable)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *[p for p in paths if p != str(ROOT)]])
+
+
+def configure(c: Any, root: Path | str, manifest: Manifest | None = None) -> Any:
+    """Set every nbgrader option of this course on the traitlets config ``c``."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (
+        CheckCellMetadata,
+        ClearOutput,
+        DeduplicateIds,
+        GetGrades,
+        OverwriteCells,
+        OverwriteKernelspec,
+    )
+
+    from .collect import SubmissionCollector
+    from .preprocessors import HideHiddenTests, RebuildFromGradebook
+
+    course = Course.at(root)
+    manifest = manifest or load_manifest()
+    c.CourseDirectory.root = str(course.root)
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.db_url = course.db_url
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback",
+                                "build"]
+    # The student's lesson module is the one file of the assignment that is theirs: every
+    # other file (graders, the rest of the package, the manifest) is restored from source/.
+    c.Autograde.exclude_overwriting = {
+        lesson.slug: [f"{PACKAGE}/{lesson.module}.py"] for lesson in manifest.lessons
+    }
+    c.Autograde.create_student = True
+    c.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        RebuildFromGradebook,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        OverwriteCells,
+        CheckCellMetadata,
+    ]
+    c.Execute.timeout = CELL_TIMEOUT
+    c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:",
+                                 "--InteractiveShellApp.ignore_cwd=True"]
+    c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    c.ZipCollectApp.collector_plugin = SubmissionCollector
+    c.FileNameCollectorPlugin.valid_ext = [".ipynb", ".py"]
+    c.ExtractorPlugin.zip_ext = [".zip"]
+    kernel_environment()
+    return c
+
+
+def nbgrader_config(root: Path | str) -> Any:
+    from traitlets.config import Config
+
+    return configure(Config(), root)
+
+
+CONFIG_FILE = '''\
+# Generated by `python -m graders.instructor release`: edit graders/instructor/course.py,
+# not this file. It lets plain nbgrader commands (formgrader, autograde, ...) run in this
+# folder with the course's settings.
+import sys
+
+sys.path.insert(0, {root!r})
+from graders.instructor.course import configure  # noqa: E402
+
+configure(c, {course!r})  # noqa: F821 - nbgrader provides c
+'''
+
+
+def write_config_file(course: Course) -> Path:
+    path = course.root / "nbgrader_config.py"
+    course.root.mkdir(parents=True, exist_ok=True)
+    path.write_text(CONFIG_FILE.format(root=str(ROOT), course=str(course.root)))
+    return path
+
+
+def api(course: Course) -> Any:
+    """nbgrader's API for this course, configured as above, logging quietly."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = nbgrader_config(course.root)
+    coursedir = CourseDirectory(config=config)
+    return NbGraderAPI(coursedir=coursedir, config=config)

@@ -1,0 +1,245 @@
+"""``release``: the nbgrader source assignments, built from the lesson manifest, and the release.
+
+One assignment per lesson that has checks, ``source/SLUG/``:
+
+    SLUG.ipynb              instructions (linking the lesson page), then one autograder cell
+                            per check, carrying the manifest's points
+    exercises/              the student's package (stubs and the provided modules)
+    graders/                the grading harness and this lesson's public graders
+    course/lessons.toml     the manifest without its hidden checks
+
+A public check's cell is ``check("SLUG", "CHECK-ID")``; a hidden check's cell holds that call
+inside ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``, which nbgrader strips from the
+release and restores from the gradebook at autograde (its grade id is an opaque
+``cNNN-hidden``, so not even the check's name ships). Every cell is locked and its grade id
+starts with its position, which lets autograde rebuild the notebook from the gradebook.
+``nbgrader generate_assignment`` then records the cells in the gradebook and writes
+``release/SLUG/``. Nothing of solutions/ or graders/hidden/ is ever copied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from graders.manifest import ROOT, Lesson, Manifest, load_manifest, parse_manifest, site_url
+
+from .course import PACKAGE, Course, api, write_config_file
+
+GRADERS = ROOT / "graders"
+# graders/*.py that the release leaves out: compare.py trains against solutions/.
+NOT_RELEASED = {"compare.py"}
+SETUP = '''\
+# Run this cell first: it loads check(), which runs the course's graders on your code in
+# exercises/{module}.py (in a separate process) and prints the result of one check.
+import os
+import sys
+
+if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # instructors: never import from here
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]
+from graders.instructor.notebook import check'''
+
+
+def site_base() -> str:
+    """The course site's address: $COURSE_SITE_URL, else mkdocs.yml's default."""
+    if os.environ.get("COURSE_SITE_URL"):
+        return os.environ["COURSE_SITE_URL"].rstrip("/") + "/"
+    try:
+        text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    match = re.search(r"^site_url:\s*(?:!ENV\s*\[\s*\w+\s*,\s*)?[\"']?([^\"'\]\s]+)", text, re.M)
+    return match.group(1).rstrip("/") + "/" if match else ""
+
+
+def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
+    meta: dict[str, Any] = {"grade": points is not None, "grade_id": grade_id, "locked": True,
+                            "schema_version": 3, "solution": False, "task": False}
+    if points is not None:
+        meta["points"] = points
+    cell.metadata.update({"nbgrader": meta, "deletable": False, "editable": False})
+    return cell
+
+
+def lesson_notebook(lesson: Lesson, base: str = "") -> Any:
+    """The lesson's notebook: instructions, a setup cell and one autograder cell per check."""
+    page = base + site_url(lesson.page)
+    functions = ", ".join(f"[`{name}`]({base}{site_url(lesson.page, lesson.sections[name])})"
+                          for name in lesson.functions)
+    public = [c for c in lesson.checks if not c.hidden]
+    hidden = [c for c in lesson.checks if c.hidden]
+    intro = f"""# Lesson {lesson.number}: {lesson.title}
+
+Read the lesson, [{lesson.title}]({page}), then implement the functions of
+`{PACKAGE}/{lesson.module}.py` in this folder: {functions}. Their docstrings say what each
+computes, with shapes and a small example.
+
+**How this notebook works.** You do not write code here: edit `{PACKAGE}/{lesson.module}.py`,
+save it, and run the cells below. The setup cell loads `check()`; every other cell runs one
+check of the course's graders on your module, in a separate process, and shows its points, and
+for a failed check a hint naming the likely mistake and the section of the lesson that explains
+it. The first check takes a few seconds (it starts the graders); the others reuse its result
+until you change your code.
+
+This lesson has {len(public)} public check(s) worth {sum(c.points for c in public)} points
+here, and {len(hidden)} hidden check(s) worth {sum(c.points for c in hidden)} more that your
+instructor runs after you submit. Submit the whole folder; only
+`{PACKAGE}/{lesson.module}.py` is graded, and changes to this notebook are discarded."""
+    cells = []
+    index = iter(range(1000))
+
+    def grade_id(name: str) -> str:
+        return f"c{next(index):03d}-{name}"
+
+    cells.append(_locked(new_markdown_cell(intro), grade_id("instructions")))
+    cells.append(_locked(new_code_cell(SETUP.format(module=lesson.module)), grade_id("setup")))
+    for function in lesson.functions:
+        checks = [c for c in lesson.checks if c.function == function]
+        if not checks:
+            continue
+        link = base + site_url(lesson.page, lesson.sections[function])
+        cells.append(_locked(new_markdown_cell(f"## `{function}`\n\nSee [the lesson]({link}).",),
+                             grade_id(f"about-{function}".lower().replace("_", "-"))))
+        for check in checks:
+            call = f"check({lesson.slug!r}, {check.id!r})".replace("'", '"')
+            if check.hidden:
+                source = ("# A hidden check: your instructor runs it after you submit.\n"
+                          f"### BEGIN HIDDEN TESTS\n{call}\n### END HIDDEN TESTS")
+                cells.append(_locked(new_code_cell(source), grade_id("hidden"), check.points))
+            else:
+                cells.append(_locked(new_code_cell(call), grade_id(check.id), check.points))
+    notebook = new_notebook(cells=cells)
+    notebook.metadata.update({
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    })
+    for cell in notebook.cells:  # nbgrader matches cells by grade id, not by nbformat id
+        cell.pop("id", None)
+    notebook.nbformat_minor = 4
+    return notebook
+
+
+# -- the public manifest ------------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def public_manifest(path: Path | None = None) -> str:
+    """The manifest's TOML without its hidden checks (and so without their hints)."""
+    data = tomllib.loads(Path(path or ROOT / "course" / "lessons.toml").read_text("utf-8"))
+    out = ["# The lesson manifest, public checks only (generated for the student release).", ""]
+    for lesson in data["lesson"]:
+        out.append("[[lesson]]")
+        for key, value in lesson.items():
+            if key != "check":
+                out.append(f"{_toml_key(key)} = {_toml_value(value)}")
+        out.append("")
+        for check in lesson.get("check", []):
+            if check.get("hidden"):
+                continue
+            out.append("[[lesson.check]]")
+            for key, value in check.items():
+                if key != "mistakes":
+                    out.append(f"{_toml_key(key)} = {_toml_value(value)}")
+            if check.get("mistakes"):
+                out.append("[lesson.check.mistakes]")
+                for key, value in check["mistakes"].items():
+                    out.append(f"{_toml_key(key)} = {_toml_value(value)}")
+            out.append("")
+    text = "\n".join(out)
+    parse_manifest(tomllib.loads(text), source="public manifest")  # still a valid manifest
+    return text
+
+
+# -- the assignment folders ---------------------------------------------------------------------
+
+
+def _copy_python(source: Path, dest: Path) -> None:
+    for path in sorted(source.rglob("*.py")):
+        if "__pycache__" in path.parts or not path.is_file():
+            continue
+        target = dest / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def released_grader_files(lesson: Lesson, graders: Path = GRADERS) -> dict[str, Path]:
+    """graders/ files an assignment ships: the harness, this lesson's public graders and the
+    notebook's check(); never graders/hidden/ nor the rest of the instructor tooling."""
+    files = {p.name: p for p in sorted(graders.glob("*.py")) if p.name not in NOT_RELEASED}
+    public = graders / "public"
+    for name in ("__init__.py", "conftest.py", f"test_{lesson.slug}.py"):
+        if (public / name).is_file():
+            files[f"public/{name}"] = public / name
+    here = Path(__file__).resolve().parent
+    files["instructor/__init__.py"] = here / "_release_init.py"
+    files["instructor/notebook.py"] = here / "notebook.py"
+    return files
+
+
+def build_source(course: Course, manifest: Manifest, lessons: list[str] | None = None) -> list[str]:
+    """Write source/SLUG/ for the chosen lessons (default: every lesson with checks)."""
+    chosen = [manifest.lesson(name) for name in lessons] if lessons else [
+        lesson for lesson in manifest.lessons if lesson.checks]
+    base = site_base()
+    manifest_text = public_manifest(manifest.path)
+    built = []
+    for lesson in chosen:
+        if not lesson.checks:
+            raise ValueError(f"lesson {lesson.slug!r} has no checks in the manifest yet")
+        if not (GRADERS / "public" / f"test_{lesson.slug}.py").is_file():
+            raise ValueError(f"lesson {lesson.slug!r} has no public graders "
+                             f"(graders/public/test_{lesson.slug}.py)")
+        folder = course.source / lesson.slug
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        _copy_python(ROOT / PACKAGE, folder / PACKAGE)
+        for rel, path in released_grader_files(lesson).items():
+            (folder / "graders" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, folder / "graders" / rel)
+        (folder / "course").mkdir()
+        (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
+        nbformat.write(lesson_notebook(lesson, base), folder / f"{lesson.slug}.ipynb")
+        built.append(lesson.slug)
+    return built
+
+
+def release(course: Course | None = None, lessons: list[str] | None = None,
+            manifest: Manifest | None = None) -> list[str]:
+    """Build source/ and run ``nbgrader generate_assignment`` on each lesson."""
+    course = course or Course.at()
+    manifest = manifest or load_manifest()
+    write_config_file(course)
+    built = build_source(course, manifest, lessons)
+    nbgrader = api(course)
+    for slug in built:
+        result = nbgrader.generate_assignment(slug, force=True, create=True)
+        if not result.get("success"):
+            raise RuntimeError(f"nbgrader generate_assignment {slug} failed:\n"
+                               f"{result.get('error') or result.get('log')}")
+    return built

@@ -1,0 +1,319 @@
+"""The lesson manifest, course/lessons.toml: lessons, their functions, checks, points and links.
+
+The one source of truth for points and links: the graders, the site and the nbgrader tooling
+all read it through this module.
+
+    from graders.manifest import load_manifest
+    manifest = load_manifest()
+    for lesson in manifest.lessons:
+        for check in lesson.checks:
+            print(check.id, check.points, check.link, check.url)
+
+A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables nested in it:
+
+    [[lesson.check]]
+    id = "lookup-matches-indexing"     # unique in the whole manifest
+    function = "lookup"                # one of the lesson's functions
+    points = 2                         # a positive integer; a check passes or fails whole
+    hidden = false                     # hidden checks never ship to students
+    hint = "..."                       # shown when the check fails: the likely mistake
+    section = "embedding-lookup"       # optional; defaults to the function's section
+    timeout = 20.0                     # optional; seconds per call (default 10)
+    [lesson.check.mistakes]            # optional: hints for specific mistakes a check diagnoses
+    off-by-one = "..."
+
+This module needs only the standard library, so the site can import it cheaply.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = ROOT / "course" / "lessons.toml"
+DEFAULT_TIMEOUT = 10.0
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_NAME = re.compile(r"^[A-Za-z_]\w*$")
+_LESSON_KEYS = {
+    "number": int,
+    "slug": str,
+    "title": str,
+    "page": str,
+    "module": str,
+    "level": str,
+    "functions": list,
+    "sections": dict,
+}
+_OPTIONAL_LESSON_KEYS = {"check"}
+_CHECK_KEYS = {"id": str, "function": str, "points": int, "hidden": bool, "hint": str}
+_OPTIONAL_CHECK_KEYS = {"section": str, "timeout": (int, float), "mistakes": dict}
+
+
+class ManifestError(ValueError):
+    """course/lessons.toml is malformed; the message says where and what."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded check: a pytest test (or several) tied to it by ``@pytest.mark.check(id)``."""
+
+    id: str
+    lesson: str  # the lesson's slug
+    function: str
+    points: int
+    hidden: bool
+    hint: str
+    section: str
+    page: str  # the chapter page, relative to course/
+    mistakes: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def link(self) -> str:
+        """The chapter page and section anchor, relative to course/: ``chapters/01-x.md#y``."""
+        return f"{self.page}#{self.section}"
+
+    @property
+    def url(self) -> str:
+        """The same place on the built site (directory URLs): ``chapters/01-x/#y``."""
+        return site_url(self.page, self.section)
+
+    def mistake_hint(self, key: str | None, shared: Mapping[str, str] | None = None) -> str:
+        """The hint for a diagnosed mistake (from this check's table, else from ``shared``:
+        the mistakes of every check of the same function), or the default hint for None."""
+        if key is None:
+            return self.hint
+        known = {**(shared or {}), **self.mistakes}
+        try:
+            return known[key]
+        except KeyError:
+            raise ManifestError(
+                f"check {self.id!r} knows no mistake {key!r} (known for {self.function}: "
+                f"{', '.join(sorted(known)) or 'none'})"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    slug: str
+    title: str
+    page: str
+    module: str
+    level: str
+    functions: tuple[str, ...]
+    sections: Mapping[str, str]
+    checks: tuple[Check, ...]
+
+    def selected_checks(self, hidden: bool) -> tuple[Check, ...]:
+        """The public checks, plus the hidden ones when ``hidden``."""
+        return tuple(c for c in self.checks if hidden or not c.hidden)
+
+    def max_points(self, hidden: bool) -> int:
+        return sum(c.points for c in self.selected_checks(hidden))
+
+    def link(self, function: str) -> str:
+        return f"{self.page}#{self.sections[function]}"
+
+    def mistakes(self, function: str) -> dict[str, str]:
+        """Every diagnosed mistake of ``function``, over all its checks: key -> hint."""
+        found: dict[str, str] = {}
+        for check in self.checks:
+            if check.function == function:
+                found.update(check.mistakes)
+        return found
+
+
+@dataclass(frozen=True)
+class Manifest:
+    lessons: tuple[Lesson, ...]
+    path: Path | None = None
+
+    def lesson(self, name: str) -> Lesson:
+        """A lesson by slug, module name or number; KeyError naming the valid slugs."""
+        for lesson in self.lessons:
+            if name in (lesson.slug, lesson.module, str(lesson.number)):
+                return lesson
+        raise KeyError(
+            f"unknown lesson {name!r}; valid lessons: {', '.join(self.slugs)}"
+        )
+
+    @property
+    def slugs(self) -> list[str]:
+        return [lesson.slug for lesson in self.lessons]
+
+    @property
+    def checks(self) -> list[Check]:
+        return [check for lesson in self.lessons for check in lesson.checks]
+
+    def check(self, check_id: str) -> Check:
+        for check in self.checks:
+            if check.id == check_id:
+                return check
+        raise KeyError(f"no check {check_id!r} in the manifest")
+
+
+def site_url(page: str, section: str | None = None) -> str:
+    """``chapters/01-tokens.md`` + ``bpe`` -> ``chapters/01-tokens/#bpe`` (MkDocs directory URLs)."""
+    stem = page[: -len(".md")] if page.endswith(".md") else page
+    if stem == "index" or stem.endswith("/index"):
+        stem = stem[: -len("index")].rstrip("/")
+    url = f"{stem}/" if stem else ""
+    return f"{url}#{section}" if section else url
+
+
+def load_manifest(path: Path | str | None = None) -> Manifest:
+    """Read and validate the manifest (default: course/lessons.toml)."""
+    path = Path(path) if path is not None else MANIFEST
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no such file (the lesson manifest)") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ManifestError(f"{path}: not valid TOML: {error}") from None
+    return parse_manifest(data, source=str(path), path=path)
+
+
+def parse_manifest(data: Mapping[str, Any], source: str = "lessons.toml", path: Path | None = None
+                   ) -> Manifest:
+    """Validate parsed TOML and build the manifest; ManifestError says what is wrong, and where."""
+    raw_lessons = data.get("lesson")
+    if not isinstance(raw_lessons, list) or not raw_lessons:
+        raise ManifestError(f"{source}: no [[lesson]] tables")
+    lessons = [_lesson(raw, f"{source}: lesson {i + 1}") for i, raw in enumerate(raw_lessons)]
+    for attribute in ("number", "slug", "module", "page"):
+        _unique([getattr(lesson, attribute) for lesson in lessons], f"{source}: lesson {attribute}")
+    ids = [check.id for lesson in lessons for check in lesson.checks]
+    _unique(ids, f"{source}: check id")
+    return Manifest(lessons=tuple(lessons), path=path)
+
+
+def _unique(values: list, what: str) -> None:
+    seen: set = set()
+    for value in values:
+        if value in seen:
+            raise ManifestError(f"{what} {value!r} appears more than once")
+        seen.add(value)
+
+
+def _typed(raw: Mapping[str, Any], required: dict, optional: dict, where: str) -> None:
+    unknown = set(raw) - set(required) - set(optional)
+    if unknown:
+        raise ManifestError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key, kind in required.items():
+        if key not in raw:
+            raise ManifestError(f"{where}: missing {key!r}")
+    for key, kind in {**required, **optional}.items():
+        if key in raw and kind is not None:
+            value = raw[key]
+            if isinstance(value, bool) and kind is not bool:
+                raise ManifestError(f"{where}: {key!r} must be {_kind_name(kind)}, not a boolean")
+            if not isinstance(value, kind):
+                raise ManifestError(
+                    f"{where}: {key!r} must be {_kind_name(kind)}, got {value!r}"
+                )
+
+
+def _kind_name(kind: type | tuple) -> str:
+    names = {int: "an integer", str: "a string", bool: "true or false", list: "an array",
+             dict: "a table", float: "a number"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _lesson(raw: Any, where: str) -> Lesson:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where}: not a table")
+    _typed(raw, _LESSON_KEYS, dict.fromkeys(_OPTIONAL_LESSON_KEYS), where)
+    where = f"{where.rsplit(':', 1)[0]}: lesson {raw['slug']!r}"
+    if not _SLUG.match(raw["slug"]):
+        raise ManifestError(f"{where}: slug must be lowercase words joined by '-'")
+    if not _NAME.match(raw["module"]):
+        raise ManifestError(f"{where}: module {raw['module']!r} is not a Python module name")
+    functions = raw["functions"]
+    if not functions or not all(isinstance(f, str) and _NAME.match(f) for f in functions):
+        raise ManifestError(f"{where}: functions must be a non-empty array of Python names")
+    _unique(functions, f"{where}: function")
+    sections = raw["sections"]
+    for function in functions:
+        if function not in sections:
+            raise ManifestError(f"{where}: sections has no section for function {function!r}")
+    for function, section in sections.items():
+        if function not in functions:
+            raise ManifestError(f"{where}: sections names {function!r}, not one of its functions")
+        if not isinstance(section, str) or not _SLUG.match(section):
+            raise ManifestError(f"{where}: section of {function!r} must be a heading id")
+    raw_checks = raw.get("check", [])
+    if not isinstance(raw_checks, list):
+        raise ManifestError(f"{where}: 'check' must be an array of tables ([[lesson.check]])")
+    checks = tuple(
+        _check(c, raw, f"{where}, check {i + 1}") for i, c in enumerate(raw_checks)
+    )
+    seen: dict[tuple[str, str], str] = {}
+    for check in checks:
+        for key, hint in check.mistakes.items():
+            if seen.setdefault((check.function, key), hint) != hint:
+                raise ManifestError(
+                    f"{where}: mistake {key!r} of {check.function} has two different hints"
+                )
+    return Lesson(
+        number=raw["number"],
+        slug=raw["slug"],
+        title=raw["title"],
+        page=raw["page"],
+        module=raw["module"],
+        level=raw["level"],
+        functions=tuple(functions),
+        sections=MappingProxyType(dict(sections)),
+        checks=checks,
+    )
+
+
+def _check(raw: Any, lesson: Mapping[str, Any], where: str) -> Check:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where}: not a table")
+    if isinstance(raw.get("id"), str):
+        where = f"{where} ({raw['id']!r})"
+    _typed(raw, _CHECK_KEYS, _OPTIONAL_CHECK_KEYS, where)
+    if not _SLUG.match(raw["id"]):
+        raise ManifestError(f"{where}: id must be lowercase words joined by '-'")
+    function = raw["function"]
+    if function not in lesson["functions"]:
+        raise ManifestError(
+            f"{where}: unknown function {function!r}; the lesson's functions are "
+            f"{', '.join(lesson['functions'])}"
+        )
+    if raw["points"] <= 0:
+        raise ManifestError(f"{where}: points must be positive")
+    if not raw["hint"].strip():
+        raise ManifestError(f"{where}: empty hint")
+    section = raw.get("section", lesson["sections"].get(function))
+    if not section or not _SLUG.match(section):
+        raise ManifestError(f"{where}: missing section (and none for {function!r} in sections)")
+    mistakes = raw.get("mistakes", {})
+    for key, hint in mistakes.items():
+        if not _SLUG.match(key) or not isinstance(hint, str) or not hint.strip():
+            raise ManifestError(f"{where}: mistake {key!r} needs a slug key and a non-empty hint")
+    timeout = float(raw.get("timeout", DEFAULT_TIMEOUT))
+    if timeout <= 0:
+        raise ManifestError(f"{where}: timeout must be positive")
+    return Check(
+        id=raw["id"],
+        lesson=lesson["slug"],
+        function=function,
+        points=raw["points"],
+        hidden=raw["hidden"],
+        hint=raw["hint"].strip(),
+        section=section,
+        page=lesson["page"],
+        mistakes=MappingProxyType({k: v.strip() for k, v in mistakes.items()}),
+        timeout=timeout,
+    )

@@ -1,0 +1,268 @@
+"""The pytest plugin that turns grader tests into checks, points, hints and a report.
+
+Every grader test carries ``@pytest.mark.check("id")`` naming a check of the manifest, in the
+lesson its file is for (graders/public/test_<slug>.py, graders/hidden/test_<slug>.py). It gets
+the ``student`` fixture, its only way to reach the student's code (in the worker process):
+
+    student.call("lookup", table, ids)          # embeddings.lookup(table, ids), as plain data
+    student.error("add_positions", v, table)    # the StudentError it raised (or the check fails)
+    student.scenario("train_step", model=..., optimizer=..., steps=[...])
+
+A check passes when all its tests pass. A failure's hint is, in order: the harness's own (not
+implemented, timed out, crashed, not plain data, changed its input), the diagnosed mistake's
+(``CheckFailed(detail, mistake)``), the manifest's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .checking import CheckFailed, GraderUnavailable, same
+from .client import StudentError, WorkerClient, WorkerUnavailable
+from .hints import IN_PLACE
+from .manifest import Check, Lesson, Manifest, ManifestError
+from .report import Report
+from .worker import GENERATOR
+
+
+def seeded(seed: int) -> dict:
+    """An argument that reaches the student's function as ``torch.Generator().manual_seed(seed)``."""
+    return {GENERATOR: seed}
+
+
+def _as_sent(obj: Any) -> Any:
+    """What the worker sends back for unchanged inputs (generators become None)."""
+    if isinstance(obj, dict):
+        if set(obj) == {GENERATOR}:
+            return None
+        return {k: _as_sent(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_as_sent(v) for v in obj]
+    return obj
+
+
+class Student:
+    """The student's lesson module, reached through the worker, for one check."""
+
+    def __init__(self, client: WorkerClient, check: Check, lesson: Lesson, timeout: float):
+        self._client = client
+        self.check = check
+        self.module = lesson.module
+        self.timeout = timeout
+        self._fatal: CheckFailed | None = None  # a crash or timeout ends the check
+
+    def _guard(self, run: Callable[[], Any]) -> Any:
+        if self._fatal is not None:
+            raise self._fatal
+        try:
+            return run()
+        except CheckFailed as failure:
+            if failure.hint is not None:
+                self._fatal = failure
+            raise
+
+    def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
+        """``module.function(*args, **kwargs)`` in the worker; fails if it changed its inputs."""
+        name = f"{self.module}.{function}"
+        value, inputs = self._guard(
+            lambda: self._client.call(name, list(args), kwargs, self.timeout)
+        )
+        if not same(inputs, [_as_sent(list(args)), _as_sent(kwargs)], rtol=0.0, atol=0.0):
+            raise CheckFailed(f"{function} changed its input in place", hint=IN_PLACE)
+        return value
+
+    def error(self, function: str, *args: Any, **kwargs: Any) -> StudentError:
+        """The exception the call raises; the check fails if it returns normally."""
+        try:
+            value = self.call(function, *args, **kwargs)
+        except StudentError as error:
+            if error.hint is not None:  # not implemented, sys.exit, out of memory
+                raise
+            return error
+        from .checking import describe
+
+        raise CheckFailed(f"{function} returned {describe(value)} instead of raising")
+
+    def scenario(self, name: str, function: str | None = None, **config: Any) -> Any:
+        """A trusted scenario (graders/worker.py) around ``function`` (default: the check's)."""
+        target = f"{self.module}.{function or self.check.function}"
+        return self._guard(lambda: self._client.scenario(name, target, config, self.timeout))
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    """The harness's own exception inside hypothesis' wrappers (Flaky, exception groups)."""
+    if isinstance(error, CheckFailed | StudentError | GraderUnavailable):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _unwrap(inner)
+            if isinstance(found, CheckFailed | StudentError | GraderUnavailable):
+                return found
+    return error
+
+
+class GradingPlugin:
+    """Maps tests to checks, runs them against the worker and records the report."""
+
+    def __init__(
+        self,
+        *,
+        manifest: Manifest,
+        checks: dict[str, Check],
+        lessons: dict[str, Lesson],
+        client: WorkerClient,
+        report: Report,
+        timeout_scale: float = 1.0,
+        on_lesson: Callable[[dict], None] | None = None,
+    ) -> None:
+        self.every = {c.id: c for c in manifest.checks}
+        self.checks = checks  # the selected checks, by id
+        self.lessons = lessons  # the selected lessons, by slug
+        self.client = client
+        self.report = report
+        self.timeout_scale = timeout_scale
+        self.on_lesson = on_lesson
+        self.errors: list[str] = []
+        self._item_check: dict[str, Check] = {}
+        self._remaining: dict[str, int] = {}  # check id -> tests not finished
+        self._failure: dict[str, tuple[str, str]] = {}  # check id -> (hint, detail)
+        self._lesson_left: dict[str, int] = {}
+
+    # -- collection ---------------------------------------------------------------------------
+
+    @pytest.hookimpl
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "check(id): the manifest check this test grades")
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:
+            self.client.start()  # Python and torch load in the worker while pytest collects
+        except WorkerUnavailable as error:
+            self.errors.append(str(error))
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.errors.append(f"cannot load grader {report.nodeid}:\n{report.longreprtext}")
+
+    @pytest.hookimpl
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        keep: list[pytest.Item] = []
+        deselected: list[pytest.Item] = []
+        for item in items:
+            check = self._check_for(item)
+            if check is None:
+                continue
+            if check.id not in self.checks:
+                deselected.append(item)
+                continue
+            self._item_check[item.nodeid] = check
+            self._remaining[check.id] = self._remaining.get(check.id, 0) + 1
+            keep.append(item)
+        for check_id, check in self.checks.items():
+            if check_id not in self._remaining:
+                self.errors.append(f"check {check_id!r} ({check.lesson}) has no grader test")
+        if self.errors:
+            deselected += keep
+            keep = []
+        for check in self.checks.values():
+            self._lesson_left[check.lesson] = self._lesson_left.get(check.lesson, 0) + 1
+        items[:] = keep
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+
+    def _check_for(self, item: pytest.Item) -> Check | None:
+        marker = item.get_closest_marker("check")
+        where = item.nodeid
+        if marker is None or len(marker.args) != 1 or not isinstance(marker.args[0], str):
+            self.errors.append(f"{where}: needs exactly one @pytest.mark.check('id')")
+            return None
+        path = Path(str(item.path))
+        slug = path.stem.removeprefix("test_")
+        hidden = path.parent.name == "hidden"
+        check_id = marker.args[0]
+        check = self.every.get(check_id)
+        if check is None:
+            self.errors.append(f"{where}: check {check_id!r} is not in the manifest")
+            return None
+        if check.lesson != slug or check.hidden != hidden:
+            self.errors.append(
+                f"{where}: check {check_id!r} belongs to lesson {check.lesson!r} "
+                f"({'hidden' if check.hidden else 'public'}), not this file"
+            )
+            return None
+        return check
+
+    # -- the fixture --------------------------------------------------------------------------
+
+    @pytest.fixture
+    def student(self, request: pytest.FixtureRequest) -> Student:
+        check = self._item_check[request.node.nodeid]
+        if check.id in self._failure:  # an earlier test of this check failed: it has 0 points
+            pytest.skip("check already failed")
+        lesson = self.lessons[check.lesson]
+        return Student(self.client, check, lesson, check.timeout * self.timeout_scale)
+
+    # -- results ------------------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+        outcome = yield
+        result = outcome.get_result()
+        check = self._item_check.get(item.nodeid)
+        if check is None or check.id in self._failure:
+            return
+        if result.skipped:
+            self._failure[check.id] = (check.hint, "the grader skipped this check")
+        elif result.failed:
+            error = _unwrap(call.excinfo.value) if call.excinfo is not None else None
+            if isinstance(error, GraderUnavailable):
+                self.errors.append(str(error))
+                item.session.shouldstop = "the graders cannot run"
+            self._failure[check.id] = self._judge(check, error)
+
+    def _judge(self, check: Check, error: BaseException | None) -> tuple[str, str]:
+        if isinstance(error, CheckFailed):
+            if error.hint is not None:
+                return error.hint, error.detail
+            try:
+                shared = self.lessons[check.lesson].mistakes(check.function)
+                return check.mistake_hint(error.mistake, shared), error.detail
+            except ManifestError as problem:
+                return check.hint, f"{error.detail} (grader problem: {problem})"
+        if isinstance(error, StudentError):
+            return error.hint or check.hint, error.detail
+        if error is None:
+            return check.hint, "the check failed"
+        message = str(error).splitlines()[0] if str(error) else ""
+        return check.hint, f"the grader could not judge the answer ({type(error).__name__}: " \
+                           f"{message[:300]})"
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        check = self._item_check.get(report.nodeid)
+        if check is None:
+            return
+        self._remaining[check.id] -= 1
+        if self._remaining[check.id] > 0:
+            return
+        failure = self._failure.get(check.id)
+        if failure is None:
+            self.report.record(check, True, None, None)
+        else:
+            self.report.record(check, False, *failure)
+        self._lesson_left[check.lesson] -= 1
+        if self._lesson_left[check.lesson] == 0 and self.on_lesson is not None:
+            self.on_lesson(self.report.lesson(check.lesson))
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.client.close()

@@ -1,0 +1,1 @@
+"""Public graders: they ship to students with the exercises."""

@@ -1,0 +1,100 @@
+"""Lesson 4, Attention: public checks. The oracle is F.scaled_dot_product_attention."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graders.checking import expect_close
+
+
+def _randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def check_mask(student, T: int) -> None:
+    ones = torch.ones(T, T, dtype=torch.bool)
+    expect_close(
+        student.call("causal_mask", T),
+        torch.tril(ones),
+        f"causal_mask({T})",
+        mistakes={"inverted": ~torch.tril(ones), "no-diagonal": torch.tril(ones, -1),
+                  "upper": torch.triu(ones)},
+    )
+
+
+@pytest.mark.check("causal-mask-values")
+@pytest.mark.parametrize("T", [1, 2, 5])
+def test_causal_mask_values(student, T):
+    check_mask(student, T)
+
+
+@pytest.mark.check("causal-mask-bool")
+def test_causal_mask_bool(student):
+    check_mask(student, 4)
+
+
+def naive(q, k, v, mask=None, *, scale=None, fill=-math.inf, dim=-1, invert=False,
+          after=False):
+    """Attention written out, with the knobs of the classic mistakes."""
+    scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if mask is not None and not after:
+        scores = scores.masked_fill(mask if invert else ~mask, fill)
+    weights = torch.softmax(scores, dim=dim)
+    if mask is not None and after:
+        weights = weights * mask
+    return weights @ v
+
+
+def oracle(q, k, v, mask=None):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def check_attention(student, q, k, v, mask, what, **tolerance):
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    D = q.shape[-1]
+    mistakes = {
+        "no-scale": naive(q, k, v, mask, scale=1.0),
+        "scale-by-d": naive(q, k, v, mask, scale=1 / D),
+        "softmax-dim": naive(q, k, v, mask, dim=-2),
+    }
+    if mask is not None:
+        mistakes |= {
+            "mask-ignored": naive(q, k, v),
+            "mask-inverted": naive(q, k, v, mask, invert=True),
+            "mask-zero": naive(q, k, v, mask, fill=0.0),
+            "mask-after-softmax": naive(q, k, v, mask, after=True),
+        }
+    expect_close(student.call("attention", *args), oracle(q, k, v, mask), what,
+                 mistakes=mistakes, **tolerance)
+
+
+@pytest.mark.check("attention-matches-sdpa")
+def test_attention_matches_sdpa(student):
+    q, k, v = _randn(1, 2, 3, 5, 8), _randn(2, 2, 3, 5, 8), _randn(3, 2, 3, 5, 8)
+    check_attention(student, q, k, v, None, "attention(q, k, v [2, 3, 5, 8])")
+
+
+@pytest.mark.check("attention-causal-mask")
+def test_attention_causal_mask(student):
+    q, k, v = _randn(4, 2, 6, 4), _randn(5, 2, 6, 4), _randn(6, 2, 6, 4)
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    check_attention(student, q, k, v, mask, "attention(q, k, v [2, 6, 4], causal mask [6, 6])")
+
+
+@pytest.mark.check("attention-large-scores")
+def test_attention_large_scores(student):
+    q, k, v = 30 * _randn(7, 1, 4, 16), 30 * _randn(8, 1, 4, 16), _randn(9, 1, 4, 16)
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    check_attention(student, q, k, v, mask, "attention with scores near 1e4")
+
+
+@pytest.mark.check("attention-broadcast-mask")
+def test_attention_broadcast_mask(student):
+    q, k, v = _randn(10, 2, 3, 5, 4), _randn(11, 2, 3, 5, 4), _randn(12, 2, 3, 5, 4)
+    docs = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 1, 2, 2]])
+    mask = (docs[:, :, None] == docs[:, None, :]) & torch.ones(5, 5, dtype=torch.bool).tril()
+    check_attention(student, q, k, v, mask[:, None], "attention with a mask [2, 1, 5, 5]")

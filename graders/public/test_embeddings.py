@@ -1,0 +1,158 @@
+"""Lesson 2, Tokens become vectors: public checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graders.client import StudentError
+from graders.checking import as_float, as_int, as_list, as_pair, diagnose, expect_close, fail
+
+
+def _table(V: int, C: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(V, C, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+@pytest.mark.check("lookup-matches-indexing")
+def test_lookup_matches_indexing(student):
+    table = _table(7, 3, seed=1)
+    ids = torch.tensor([[2, 1, 6], [0, 2, 5]])
+    expect_close(
+        student.call("lookup", table, ids),
+        F.embedding(ids, table),
+        "lookup(table [7, 3], ids [2, 3])",
+        mistakes={
+            "off-by-one": table[ids - 1],
+            "flattened": F.embedding(ids, table).reshape(-1, 3),
+        },
+    )
+
+
+@pytest.mark.check("lookup-any-shape")
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)], ids=["0-dim", "1-dim", "3-dim"])
+def test_lookup_any_shape(student, shape):
+    table = _table(9, 4, seed=2)
+    ids = torch.randint(0, 9, shape, generator=torch.Generator().manual_seed(3))
+    expect_close(student.call("lookup", table, ids), F.embedding(ids, table),
+                 f"lookup(table [9, 4], ids {list(shape)})")
+
+
+@pytest.mark.check("one-hot-matches-lookup")
+def test_one_hot_matches_lookup(student):
+    table = _table(6, 5, seed=4)
+    ids = torch.tensor([[5, 0, 3], [1, 4, 2]])
+    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
+                 "one_hot_lookup(table [6, 5], ids [2, 3])")
+
+
+@pytest.mark.check("one-hot-num-classes")
+def test_one_hot_num_classes(student):
+    table = _table(10, 3, seed=5)
+    ids = torch.tensor([1, 2, 1])  # the largest id is far below V - 1
+    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
+                 "one_hot_lookup(table [10, 3], ids [1, 2, 1])")
+
+
+@pytest.mark.check("one-hot-keeps-dtype")
+def test_one_hot_keeps_dtype(student):
+    table = _table(4, 3, seed=6, dtype=torch.float64)
+    ids = torch.tensor([3, 0, 2, 1])
+    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
+                 "one_hot_lookup(float64 table [4, 3], ids [4])")
+
+
+@pytest.mark.check("add-positions-broadcast")
+def test_add_positions_broadcast(student):
+    vectors = _table(12, 5, seed=7).reshape(3, 4, 5)
+    pos = _table(6, 5, seed=8)
+    expect_close(
+        student.call("add_positions", vectors, pos),
+        vectors + pos[:4],
+        "add_positions(vectors [3, 4, 5], pos_table [6, 5])",
+        mistakes={"wrong-rows": vectors + pos[-4:]},
+    )
+
+
+@pytest.mark.check("add-positions-broadcast")
+def test_add_positions_needs_a_slice(student):
+    vectors, pos = torch.zeros(2, 3, 4), _table(5, 4, seed=9)
+    try:
+        out = student.call("add_positions", vectors, pos)
+    except StudentError as error:  # a shape error from adding the whole table
+        if "size" in error.message or "shape" in error.message:
+            fail(f"add_positions(vectors [2, 3, 4], pos_table [5, 4]) {error}", "whole-table")
+        raise
+    expect_close(out, vectors + pos[:3], "add_positions(vectors [2, 3, 4], pos_table [5, 4])")
+
+
+@pytest.mark.check("add-positions-too-long")
+def test_add_positions_too_long(student):
+    error = student.error("add_positions", torch.zeros(2, 7, 3), _table(5, 3, seed=10))
+    if not error.is_a("ValueError"):
+        fail(f"with T=7 > L=5, add_positions raised {error.type_name}, expected ValueError")
+    if "7" not in error.message or "5" not in error.message:
+        fail(f"the ValueError's message {error.message!r} names not both T=7 and L=5", "no-numbers")
+
+
+@pytest.mark.check("add-positions-full-length")
+def test_add_positions_full_length(student):
+    vectors, pos = _table(8, 2, seed=11).reshape(2, 4, 2), _table(4, 2, seed=12)
+    expect_close(student.call("add_positions", vectors, pos), vectors + pos,
+                 "add_positions(vectors [2, 4, 2], pos_table [4, 2]) (T == L)")
+
+
+def nearest_oracle(table: torch.Tensor, index: int, k: int, *, cosine: bool = True,
+                   exclude: bool = True, descending: bool = True) -> list[tuple[int, float]]:
+    """The contract's answer (and, with flags off, the answers of common mistakes)."""
+    if cosine:
+        sims = F.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
+    else:
+        sims = table @ table[index]
+    order = sorted(range(len(table)), key=lambda r: float(sims[r]), reverse=descending)
+    rows = [r for r in order if not (exclude and r == index)][:k]
+    return [(r, float(sims[r])) for r in rows]
+
+
+def check_nearest(student, table: torch.Tensor, index: int, k: int, what: str) -> None:
+    result = student.call("nearest", table, index, k)
+    pairs = as_list(result, what, as_pair)
+    got = [(as_int(r, f"{what}: a row"), as_float(s, f"{what}: a similarity")) for r, s in pairs]
+    expected = nearest_oracle(table, index, k)
+    rows_ok = [r for r, _ in got] == [r for r, _ in expected]
+    sims_ok = all(abs(a - b) <= 1e-5 for (_, a), (_, b) in zip(got, expected, strict=False))
+    if rows_ok and sims_ok:
+        return
+    rows = [r for r, _ in got]
+    diagnose(
+        rows,
+        {
+            "includes-self": [r for r, _ in nearest_oracle(table, index, k, exclude=False)],
+            "dot-product": [r for r, _ in nearest_oracle(table, index, k, cosine=False)],
+            "ascending": [r for r, _ in nearest_oracle(table, index, k, descending=False)],
+        },
+        detail=f"{what} gave rows {rows} with similarities {[round(s, 4) for _, s in got]}, "
+        f"expected rows {[r for r, _ in expected]} with {[round(s, 4) for _, s in expected]}",
+    )
+
+
+@pytest.mark.check("nearest-cosine")
+def test_nearest_cosine(student):
+    # Row lengths differ a lot, so ranking by dot product gives another order.
+    table = torch.tensor(
+        [[1.0, 0.0, 0.0], [9.0, 9.0, 0.0], [0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [-2.0, 0.1, 1.0],
+         [0.5, 0.0, 0.4]]
+    )
+    check_nearest(student, table, 0, 3, "nearest(table [6, 3], index=0, k=3)")
+
+
+@pytest.mark.check("nearest-pairs")
+def test_nearest_pairs(student):
+    table = _table(8, 4, seed=13)
+    result = student.call("nearest", table, 5, 2)
+    pairs = as_list(result, "nearest(table [8, 4], 5, 2)", as_pair)
+    if len(pairs) != 2:
+        fail(f"nearest(table, 5, k=2) returned {len(pairs)} pairs, expected 2")
+    for row, sim in pairs:
+        as_int(row, "the row of a pair")
+        as_float(sim, "the similarity of a pair", allow_int=False)

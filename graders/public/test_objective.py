@@ -1,0 +1,159 @@
+"""Lesson 5, The training objective: public checks. The oracle is F.cross_entropy."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graders.checking import as_float, expect_close, fail, same
+from graders.client import StudentError
+
+
+def _randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
+    args = (logits, targets) if ignore_index is None else (logits, targets, ignore_index)
+    index = -100 if ignore_index is None else ignore_index
+    expected = F.cross_entropy(logits, targets, ignore_index=index)
+    per_row = F.cross_entropy(logits, targets, ignore_index=index, reduction="none")
+    try:
+        result = student.call("cross_entropy", *args)
+    except StudentError as error:
+        if (targets == index).any() and ("out of bounds" in error.message
+                                          or "out of range" in error.message):
+            fail(f"{what} raised {error.type_name}: {error.message}", "not-ignored")
+        raise
+    expect_close(
+        result,
+        expected,
+        what,
+        mistakes={
+            "mean-over-all": per_row.sum() / len(targets),
+            "sum": per_row.sum(),
+            "negated": -expected,
+        },
+        **tolerance,
+    )
+
+
+@pytest.mark.check("ce-matches-torch")
+def test_ce_matches_torch(student):
+    check_ce(student, _randn(1, 6, 10), torch.tensor([3, 0, 9, 9, 5, 1]),
+             "cross_entropy(logits [6, 10], targets [6])")
+
+
+@pytest.mark.check("ce-ignore-index")
+def test_ce_ignore_index(student):
+    targets = torch.tensor([3, -100, 9, -100, -100, 1, 4])
+    check_ce(student, _randn(2, 7, 10), targets,
+             f"cross_entropy(logits [7, 10], targets {targets.tolist()})")
+
+
+@pytest.mark.check("ce-custom-ignore-index")
+def test_ce_custom_ignore_index(student):
+    targets = torch.tensor([3, 0, 2, 0, 1])
+    check_ce(student, _randn(3, 5, 4), targets,
+             f"cross_entropy(logits [5, 4], targets {targets.tolist()}, ignore_index=0)",
+             ignore_index=0)
+
+
+@pytest.mark.check("ce-large-logits")
+def test_ce_large_logits(student):
+    logits = 1e4 * _randn(4, 5, 8)
+    logits[0, 2] = 1e4
+    targets = torch.tensor([2, 7, 0, -100, 5])
+    check_ce(student, logits, targets, "cross_entropy(logits around 1e4)", rtol=1e-5, atol=1e-2)
+
+
+def lm_expected(logits, ids, ignore_index=-100, *, shift=True, backwards=False):
+    V = logits.shape[-1]
+    if not shift:
+        return F.cross_entropy(logits.reshape(-1, V), ids.reshape(-1), ignore_index=ignore_index)
+    if backwards:
+        return F.cross_entropy(logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1),
+                               ignore_index=ignore_index)
+    return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1),
+                           ignore_index=ignore_index)
+
+
+def check_lm_loss(student, logits, ids, what, ignore_index=None):
+    args = (logits, ids) if ignore_index is None else (logits, ids, ignore_index)
+    index = -100 if ignore_index is None else ignore_index
+    expect_close(
+        student.call("lm_loss", *args),
+        lm_expected(logits, ids, index),
+        what,
+        mistakes={"not-shifted": lm_expected(logits, ids, index, shift=False),
+                  "shifted-backwards": lm_expected(logits, ids, index, backwards=True)},
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.check("lm-loss-shifted")
+def test_lm_loss_shifted(student):
+    ids = torch.tensor([[1, 4, 2, 7, 7, 0], [3, 3, 5, 1, 6, 2]])
+    check_lm_loss(student, _randn(5, 2, 6, 8), ids, "lm_loss(logits [2, 6, 8], input_ids [2, 6])")
+
+
+@pytest.mark.check("lm-loss-ignore-index")
+def test_lm_loss_ignore_index(student):
+    ids = torch.tensor([[5, 4, 2, 0, 0], [3, 1, 0, 0, 0]])  # 0 pads the rows
+    check_lm_loss(student, _randn(6, 2, 5, 6), ids,
+                  "lm_loss(logits [2, 5, 6], padded input_ids, ignore_index=0)", ignore_index=0)
+
+
+def check_perplexity(student, loss, what):
+    value = float(loss)
+    result = student.call("perplexity", loss)
+    got = as_float(result, what, allow_int=False)
+    if math.isclose(got, math.exp(value), rel_tol=1e-9):
+        return
+    if math.isclose(got, 2**value, rel_tol=1e-9):
+        fail(f"{what} returned {got!r}, expected {math.exp(value)!r}", "base-two")
+    fail(f"{what} returned {got!r}, expected {math.exp(value)!r}")
+
+
+@pytest.mark.check("perplexity-exp")
+@pytest.mark.parametrize("loss", [math.log(50), 0.0, 2.5])
+def test_perplexity_exp(student, loss):
+    check_perplexity(student, loss, f"perplexity({loss:.4g})")
+
+
+@pytest.mark.check("perplexity-tensor-input")
+def test_perplexity_tensor_input(student):
+    check_perplexity(student, torch.tensor(1.75), "perplexity(tensor(1.75))")
+
+
+def check_pad(student, targets, pad_id, what, ignore_index=None):
+    args = (targets, pad_id) if ignore_index is None else (targets, pad_id, ignore_index)
+    index = -100 if ignore_index is None else ignore_index
+    expect_close(
+        student.call("pad_targets", *args),
+        torch.where(targets == pad_id, index, targets),
+        what,
+        mistakes={"zero-not-pad": torch.where(targets == 0, index, targets)},
+    )
+
+
+@pytest.mark.check("pad-targets-marks-pad")
+def test_pad_targets_marks_pad(student):
+    check_pad(student, torch.tensor([[5, 6, 0, 0], [7, 0, 8, 0]]), 0,
+              "pad_targets([[5, 6, 0, 0], [7, 0, 8, 0]], pad_id=0)")
+    targets = torch.tensor([[4, 0, 9, 9, 9]])
+    check_pad(student, targets, 9, "pad_targets([[4, 0, 9, 9, 9]], pad_id=9)")
+
+
+@pytest.mark.check("pad-targets-ignore-index")
+def test_pad_targets_ignore_index(student):
+    targets = torch.tensor([[3, 1, 2, 2]])
+    check_pad(student, targets, 2, "pad_targets([[3, 1, 2, 2]], pad_id=2, ignore_index=-1)",
+              ignore_index=-1)
+
+
+__all__ = ["same"]

@@ -1,0 +1,200 @@
+"""Lesson 1, Text becomes tokens: public checks. The oracle is tiktoken's GPT-2 encoding."""
+
+from __future__ import annotations
+
+import pytest
+import regex
+
+from graders.checking import as_int, as_list, as_str, expect_equal, fail
+from graders.client import StudentError
+from graders.oracles import EOT_ID, bpe_oracle, gpt2, sub_ranks
+from graders.worker import GPT2_PATTERN
+
+TEXTS = [
+    "The Time Traveller (for so it will be convenient to speak of him)",
+    "Hello, world! It's 2024.   Isn't it?\n\nThey'll say we've done it; I'd agree.",
+    "tabs\tand  double  spaces \n trailing   ",
+]
+
+
+def pieces_mistakes(text: str) -> dict[str, list[str]]:
+    """Answers that classic mistakes give for ``text``."""
+    return {
+        "lost-text": text.split(),
+        "space-apart": regex.findall(r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", text),
+        "contractions": regex.findall(GPT2_PATTERN.replace(r"'(?:[sdmt]|ll|ve|re)|", ""), text),
+        "trailing-space": regex.findall(GPT2_PATTERN.replace(r"|\s+(?!\S)", ""), text),
+    }
+
+
+def check_pieces(student, text: str, what: str) -> None:
+    result = as_list(student.call("split_pieces", text), what, as_str)
+    expected = regex.findall(GPT2_PATTERN, text)
+    if result != expected and "".join(result) != text:
+        fail(f"{what}: the pieces join to {''.join(result)!r}, not to the text", "lost-text")
+    expect_equal(result, expected, what, mistakes=pieces_mistakes(text))
+
+
+@pytest.mark.check("split-pieces-gpt2")
+@pytest.mark.parametrize("text", TEXTS, ids=["sentence", "contractions", "whitespace"])
+def test_split_pieces_gpt2(student, text):
+    check_pieces(student, text, f"split_pieces({text[:30]!r}...)")
+
+
+@pytest.mark.check("split-pieces-unicode")
+def test_split_pieces_unicode(student):
+    text = "naïve café, Straße ٣٤ 東京タワー 42km ½ — Ωmega"
+    check_pieces(student, text, f"split_pieces({text!r})")
+
+
+def check_merge(student, piece: bytes, ranks: dict[bytes, int], what: str,
+                mistakes: dict[str, list[int]] | None = None) -> None:
+    result = student.call("bpe_merge", piece, ranks)
+    if isinstance(result, list) and result and all(isinstance(r, bytes) for r in result):
+        fail(f"{what} returned bytes {result!r}", "returns-parts")
+    as_list(result, what, as_int)
+    expect_equal(result, bpe_oracle(piece, ranks), what, mistakes=mistakes)
+
+
+def merge_first_pair(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """The mistake: merge the leftmost mergeable pair each round (not the lowest rank)."""
+    parts = [bytes([b]) for b in piece]
+    while True:
+        for i in range(len(parts) - 1):
+            if parts[i] + parts[i + 1] in ranks:
+                parts[i : i + 2] = [parts[i] + parts[i + 1]]
+                break
+        else:
+            return [ranks[p] for p in parts]
+
+
+def merge_one_pass(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """The mistake: one left-to-right sweep of merges, never looking again."""
+    parts = [bytes([b]) for b in piece]
+    i = 0
+    while i < len(parts) - 1:
+        if parts[i] + parts[i + 1] in ranks:
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        i += 1
+    return [ranks[p] for p in parts]
+
+
+def merge_rightmost_tie(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """The mistake: among equal ranks, merge the rightmost pair."""
+    parts = [bytes([b]) for b in piece]
+    while True:
+        best = None
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best is None or rank <= best[0]):
+                best = (rank, i)
+        if best is None:
+            return [ranks[p] for p in parts]
+        i = best[1]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+
+
+SINGLE = {bytes([b]): b for b in range(256)}
+
+
+def toy_ranks(*merged: bytes) -> dict[bytes, int]:
+    """Every single byte, then ``merged`` ranked in the order given."""
+    return SINGLE | {m: 256 + i for i, m in enumerate(merged)}
+
+
+@pytest.mark.check("bpe-merge-toy")
+def test_bpe_merge_toy(student):
+    ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"abc": 4}
+    check_merge(student, b"abc", ranks, "bpe_merge(b'abc', {a, b, c, ab, abc})")
+    check_merge(student, b"cab", ranks, "bpe_merge(b'cab', {a, b, c, ab, abc})")
+    ranks = toy_ranks(b"lo", b"low", b"er", b"lower")
+    check_merge(student, b"lowest", ranks, "bpe_merge(b'lowest', ...)")
+    check_merge(student, b"x", ranks, "bpe_merge(b'x', ...) (one byte)")
+
+
+@pytest.mark.check("bpe-merge-lowest-rank")
+def test_bpe_merge_lowest_rank(student):
+    # b"bc" ranks before b"ab", so "abc" must become a + bc, and "abcd" -> a + bcd.
+    ranks = toy_ranks(b"bc", b"cd", b"ab", b"bcd", b"abcd")
+    for piece in (b"abc", b"abcd", b"xabcdx"):
+        check_merge(student, piece, ranks, f"bpe_merge({piece!r}, ranks with bc < cd < ab)",
+                    mistakes={"first-pair": merge_first_pair(piece, ranks),
+                              "one-pass": merge_one_pass(piece, ranks)})
+
+
+@pytest.mark.check("bpe-merge-tie-leftmost")
+def test_bpe_merge_tie_leftmost(student):
+    ranks = toy_ranks(b"aa", b"aaa")
+    for piece in (b"aaa", b"baaab", b"aaaaa"):
+        check_merge(student, piece, ranks, f"bpe_merge({piece!r}, ranks with aa, aaa)",
+                    mistakes={"rightmost-tie": merge_rightmost_tie(piece, ranks)})
+
+
+@pytest.mark.check("bpe-merge-gpt2")
+def test_bpe_merge_gpt2(student):
+    ranks = gpt2()._mergeable_ranks
+    for piece in (" Traveller", " convenient", "ization", " 2024", "!!!!!!"):
+        data = piece.encode("utf-8")
+        check_merge(student, data, sub_ranks(data, ranks), f"bpe_merge({data!r}, GPT-2's ranks)")
+
+
+def check_encode(student, text: str, what: str) -> None:
+    result = as_list(student.call("encode", text), what, as_int)
+    enc = gpt2()
+    expected = enc.encode_ordinary(text)
+    if result != expected and EOT_ID in result and "<|endoftext|>" in text:
+        fail(f"{what} contains id {EOT_ID}", "special-token")
+    whole = list(enc._encode_single_piece(text.encode("utf-8"))) if text else []
+    expect_equal(result, expected, what, mistakes={"no-split": whole} if text else None)
+
+
+@pytest.mark.check("encode-matches-tiktoken")
+@pytest.mark.parametrize("text", TEXTS, ids=["sentence", "contractions", "whitespace"])
+def test_encode_matches_tiktoken(student, text):
+    check_encode(student, text, f"encode({text[:30]!r}...)")
+
+
+@pytest.mark.check("encode-endoftext-plain")
+def test_encode_endoftext_plain(student):
+    text = "The end.<|endoftext|>A new story"
+    result = as_list(student.call("encode", text), f"encode({text!r})", as_int)
+    if EOT_ID in result:
+        fail(f"encode({text!r}) contains id {EOT_ID}")
+    expect_equal(result, gpt2().encode_ordinary(text), f"encode({text!r})")
+
+
+@pytest.mark.check("encode-unicode")
+def test_encode_unicode(student):
+    check_encode(student, "Déjà vu 🦖 naïve 東京 — ½", "encode('Déjà vu 🦖 naïve 東京 — ½')")
+
+
+def check_decode(student, ids: list[int], what: str) -> None:
+    enc = gpt2()
+    try:
+        result = as_str(student.call("decode", ids), what)
+    except StudentError as error:
+        if error.is_a("UnicodeDecodeError"):
+            fail(f"{what} raised UnicodeDecodeError: {error.message}")
+        raise
+    per_token = "".join(enc.decode([i]) for i in ids)
+    expect_equal(result, enc.decode(ids), what, mistakes={"per-token": per_token})
+
+
+@pytest.mark.check("decode-matches-tiktoken")
+def test_decode_matches_tiktoken(student):
+    enc = gpt2()
+    for text in (*TEXTS, "Déjà vu 🦖 東京"):
+        check_decode(student, enc.encode_ordinary(text), f"decode(encode({text[:20]!r}...))")
+
+
+@pytest.mark.check("decode-partial-utf8")
+def test_decode_partial_utf8(student):
+    ids = gpt2().encode_ordinary("🦖 dinosaur")
+    check_decode(student, ids[:1], f"decode({ids[:1]}) (half an emoji)")
+    check_decode(student, ids[1:], f"decode({ids[1:]}) (the other half and more)")
+
+
+@pytest.mark.check("decode-endoftext")
+def test_decode_endoftext(student):
+    ids = [464, EOT_ID, 3862]
+    check_decode(student, ids, f"decode({ids})")

@@ -1,0 +1,173 @@
+"""Lesson 3, Training pairs: public checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from graders import worker
+from graders.checking import as_bool, as_int, as_list, as_pair, as_tensor, expect_close, \
+    expect_equal, fail, same
+
+
+def check_shift(student, ids: torch.Tensor, what: str) -> None:
+    result = as_pair(student.call("shift", ids), what)
+    x, y = (as_tensor(v, f"{what}[{i}]") for i, v in enumerate(result))
+    expected = (ids[..., :-1], ids[..., 1:])
+    if same((x, y), expected, rtol=0, atol=0):
+        if x.dtype != ids.dtype or y.dtype != ids.dtype:
+            fail(f"{what} changed the dtype to {x.dtype}")
+        return
+    mistakes = {
+        "not-shifted": [(ids, ids), (ids[..., :-1], ids[..., :-1]), (ids[..., 1:], ids[..., 1:])],
+        "swapped": [(ids[..., 1:], ids[..., :-1])],
+        "first-dim": [(ids[:-1], ids[1:])],
+        "by-two": [(ids[..., :-2], ids[..., 2:])],
+    }
+    for key, answers in mistakes.items():
+        if any(same((x, y), answer, rtol=0, atol=0) for answer in answers):
+            fail(f"{what} gave inputs {x.tolist()} and targets {y.tolist()}", key)
+    fail(f"{what} gave inputs of shape {list(x.shape)} and targets of shape {list(y.shape)}; "
+         f"expected {list(expected[0].shape)} each: inputs ids[..., :-1], targets ids[..., 1:]")
+
+
+@pytest.mark.check("shift-pairs")
+def test_shift_pairs(student):
+    check_shift(student, torch.tensor([5, 6, 7, 8]), "shift(tensor([5, 6, 7, 8]))")
+    check_shift(student, torch.arange(12).reshape(3, 4) * 7 % 11, "shift(ids [3, 4])")
+
+
+@pytest.mark.check("shift-any-shape")
+def test_shift_any_shape(student):
+    check_shift(student, torch.arange(24).reshape(2, 3, 4), "shift(ids [2, 3, 4])")
+    check_shift(student, torch.tensor([1, 2]), "shift(tensor([1, 2]))")
+
+
+def starts_mistakes(n: int, c: int, s: int) -> dict[str, list[int]]:
+    return {
+        "no-target-room": list(range(0, max(n - c + 1, 0), s)),
+        "misses-last": list(range(0, max(n - c - 1, 0), s)),
+        "ignores-stride": list(range(0, max(n - c, 0), c)),
+    }
+
+
+def check_starts(student, n: int, c: int, s: int) -> None:
+    what = f"window_starts({n}, {c}, {s})"
+    result = as_list(student.call("window_starts", n, c, s), what, as_int)
+    expect_equal(result, worker.window_starts(n, c, s), what, mistakes=starts_mistakes(n, c, s))
+
+
+@pytest.mark.check("window-starts-examples")
+@pytest.mark.parametrize("args", [(16, 4, 4), (16, 4, 2), (9, 4, 4), (20, 5, 3), (10, 3, 5)])
+def test_window_starts_examples(student, args):
+    check_starts(student, *args)
+
+
+@pytest.mark.check("window-starts-short")
+@pytest.mark.parametrize("args", [(4, 4, 1), (3, 8, 2), (0, 2, 1)])
+def test_window_starts_short(student, args):
+    check_starts(student, *args)
+
+
+def check_windows(student, ids, context_length: int, stride: int, what: str) -> None:
+    got = student.scenario("token_windows", ids=ids, context_length=context_length,
+                           stride=stride)
+    expected = worker.scenario_token_windows(worker.TokenWindows, ids, context_length, stride)
+    if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
+        fail(f"{what} is not a torch.utils.data.Dataset")
+    n = as_int(got["len"], f"len({what})")
+    if n != expected["len"]:
+        fail(f"len({what}) is {n}, expected {expected['len']}")
+    items = as_list(got["items"], f"the items of {what}", as_pair)
+    for i, (item, want) in enumerate(zip(items, expected["items"], strict=True)):
+        x = as_tensor(item[0], f"{what}[{i}][0]", kind="int")
+        y = as_tensor(item[1], f"{what}[{i}][1]", kind="int")
+        if same((x, y), want, rtol=0, atol=0):
+            continue
+        start = worker.window_starts(len(torch.as_tensor(ids)), context_length, stride)[i]
+        window = torch.as_tensor(ids)[start : start + context_length + 1]
+        if same(x, want[0]) and same(y, want[0]):
+            key = "y-not-shifted"
+        elif x.shape != want[0].shape or y.shape != want[1].shape:
+            key = "wrong-length"
+        elif i and same(x, torch.as_tensor(ids)[i * context_length:][:context_length]):
+            key = "ignores-stride"
+        else:
+            key = None
+        fail(f"{what}[{i}] is (x={x.tolist()}, y={y.tolist()}); the window from start {start} "
+             f"is {window.tolist()}", key)
+
+
+@pytest.mark.check("token-windows-items")
+def test_token_windows_items(student):
+    check_windows(student, torch.arange(100, 120), 4, 3, "TokenWindows(arange(100, 120), 4, 3)")
+
+
+@pytest.mark.check("token-windows-len")
+@pytest.mark.parametrize("args", [(10, 4, 4), (16, 4, 2), (5, 5, 1)])
+def test_token_windows_len(student, args):
+    n, c, s = args
+    check_windows(student, torch.arange(n), c, s, f"TokenWindows(arange({n}), {c}, {s})")
+
+
+@pytest.mark.check("token-windows-list-ids")
+def test_token_windows_list_ids(student):
+    ids = [7, 3, 9, 1, 4, 4, 8, 2, 6]
+    check_windows(student, ids, 3, 2, f"TokenWindows({ids}, 3, 2)")
+
+
+def expected_loader(ids, batch_size, context_length, stride, epochs=1, **options) -> list:
+    return worker.scenario_make_loader(worker_make_loader, ids, batch_size, context_length,
+                                       stride, epochs=epochs, **options)["epochs"]
+
+
+def worker_make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                       seed=None) -> DataLoader:
+    """The oracle: PyTorch's DataLoader over the trusted windows."""
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    return DataLoader(worker.TokenWindows(ids, context_length, stride), batch_size=batch_size,
+                      shuffle=shuffle, drop_last=drop_last, generator=generator)
+
+
+def check_loader(student, what: str, mistakes: dict | None = None, **config) -> None:
+    got = student.scenario("make_loader", **config)
+    if not as_bool(got.get("is_loader") if isinstance(got, dict) else None, "is a DataLoader"):
+        fail(f"{what} did not return a torch.utils.data.DataLoader")
+    epochs = as_list(got["epochs"], what, lambda v, w: as_list(v, w, as_pair))
+    expected = expected_loader(**config)
+    for epoch, (batches, want) in enumerate(zip(epochs, expected, strict=True)):
+        if same(batches, want, rtol=0, atol=0):
+            continue
+        for i, batch in enumerate(batches):
+            for part in batch:
+                as_tensor(part, f"{what}: batch {i}", kind="int")
+        answers = {key: expected_loader(**(config | change))[epoch]
+                   for key, change in (mistakes or {}).items()}
+        shapes = [list(b[0].shape) for b in batches]
+        from graders.checking import diagnose
+
+        diagnose(batches, answers, rtol=0, atol=0,
+                 detail=f"{what}: epoch {epoch + 1} gave {len(batches)} batches of shapes "
+                 f"{shapes[:4]}{'...' if len(shapes) > 4 else ''}; expected {len(want)} batches"
+                 f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None
+                                           else ""))
+
+
+@pytest.mark.check("make-loader-batches")
+def test_make_loader_batches(student):
+    ids = torch.arange(50, 80)
+    check_loader(student, "make_loader(arange(50, 80), 3, 4, 2, shuffle=False, drop_last=False)",
+                 ids=ids, batch_size=3, context_length=4, stride=2, shuffle=False,
+                 drop_last=False, mistakes={"drop-last-ignored": {"drop_last": True}})
+    check_loader(student, "make_loader(arange(50, 80), 4, 5, 5, shuffle=False)",
+                 ids=ids, batch_size=4, context_length=5, stride=5, shuffle=False,
+                 mistakes={"drop-last-ignored": {"drop_last": False}})
+
+
+@pytest.mark.check("make-loader-seeded")
+def test_make_loader_seeded(student):
+    ids = torch.arange(200, 260)
+    check_loader(student, "make_loader(arange(200, 260), 2, 4, 3, seed=1234)",
+                 ids=ids, batch_size=2, context_length=4, stride=3, seed=1234,
+                 mistakes={"not-shuffled": {"shuffle": False}})

@@ -1,0 +1,324 @@
+"""How the grading worker is launched: the one place that decides what wraps it.
+
+``graders.client`` builds ``base_cmd``: ``[python, "-I", "-c", BOOTSTRAP, <limits...>,
+"--target", TARGET]``. It passes everything the worker needs through that argv, a small
+environment and standard input (the worker's own source arrives there as the first frame),
+never through files of the grader tree, so a sandbox only needs to show the worker the Python
+installation (with its site-packages, including GPT-2's vocabulary file) and ``target``
+(read-only), plus a writable temporary directory as its working directory.
+
+Without a sandbox the worker runs as the same user as the checker (see graders/client.py
+for what that leaves open).
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import shutil
+import site
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def worker_command(base_cmd: list[str], target: Path, *, sandbox: bool) -> list[str]:
+    """The command that starts a grading worker for ``target``.
+
+    With ``sandbox=False`` this is ``base_cmd`` unchanged. ``target`` is the student's package
+    directory; the last two elements of ``base_cmd`` are ``--target`` and its path, which a
+    sandbox may rewrite to wherever it mounts the directory.
+    """
+    if not sandbox:
+        return list(base_cmd)
+    # The sandbox branch (instructor tooling): see SANDBOX below for what it enforces.
+    if not base_cmd:  # graders.runner's preflight: can a sandbox start here at all?
+        try:
+            return _sandbox_command([], Path(target))
+        except SandboxUnavailable as error:
+            raise NotImplementedError(str(error)) from None
+    return _sandbox_command(list(base_cmd), Path(target))
+
+
+SANDBOX = """What ``sandbox=True`` enforces (bubblewrap + setpriv + prlimit; Linux only).
+
+The worker runs in ``bwrap`` with new PID, network, IPC, UTS and (where possible) cgroup
+namespaces, ``--die-with-parent`` and ``--new-session`` (no terminal to inject keystrokes
+into), so:
+
+* Network: none. Its network namespace holds only a loopback interface that is down: no
+  connection anywhere, not even to the host's localhost services; no abstract Unix sockets
+  of the host either.
+* Files: a fresh root holding only, read-only: /usr (with the /bin, /lib, ... links), the
+  dynamic loader's cache, the Python installation and virtualenv running the worker (stdlib
+  and site-packages, including GPT-2's vocabulary file; ``solutions`` or ``graders`` packages
+  installed there are masked by empty directories), $GPT2_TIKTOKEN / $TIKTOKEN_CACHE_DIR when
+  set, and a private copy of the target (its regular files only: no symbolic links, devices
+  or FIFOs; at most 16 MiB a file, 64 MiB in all) at /home/student/NAME. Writable: a private
+  /tmp (tmpfs of 256 MiB), the working directory and $HOME. New /proc (only the sandbox's own
+  processes) and a minimal /dev. Nothing else of the host exists inside: not the project
+  (solutions/, graders/ with the hidden graders), not the nbgrader course directory (source/,
+  the gradebook, results/), not /root, /home, /etc/passwd or the checker's files. The copy is
+  made when the worker starts (later edits of the target are not seen) and deleted when the
+  checker exits.
+* Processes: PID namespace, so the checker and every other host process are invisible and
+  cannot be signalled; killing the worker's process group (as graders.client does) kills bwrap
+  and with it every process of the sandbox.
+* User: not root. When the checker runs as root, bwrap runs privileged (no user namespace,
+  because the kernel would map the sandbox's user to root again and exempt it from
+  RLIMIT_NPROC) and ``setpriv`` switches to a user id of its own (100000 + a per-sandbox
+  number, so no two sandboxes share a process count), with no supplementary groups, no
+  capabilities (effective, permitted, inheritable, ambient, bounding) and no_new_privs. As an
+  ordinary user, bwrap runs in a new user namespace as that user with no capabilities.
+* Limits (``prlimit``, hard, per process; SandboxLimits): address space 4 GiB (or the
+  worker's --memory if larger), CPU time 3600 s, 64 processes and threads for the sandbox's
+  user, 64 MiB per file written, 256 open files, no core dumps, no POSIX message queues. The
+  worker then lowers its own (graders/worker.py). Output: the checker drains the worker's
+  output and fails a call that prints more than 8 MiB (graders/client.py); files are capped
+  by the file-size limit and the 256 MiB of /tmp.
+
+Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
+a kernel exploit would escape; memory is capped per process by address space, not by a
+cgroup (64 processes x 4 GiB is the theoretical bound; the per-call timeout is the practical
+one) and the tmpfs counts against the host's memory; CPU time is capped per process, wall
+time by the checker's per-call timeout; disk I/O and CPU share are not throttled; the student
+can read the Python installation and site-packages (public software) and their own files; the
+worker's own environment (a small one, from graders.client) is passed through, with PATH,
+HOME and TMPDIR replaced. Needs bubblewrap (``apt-get install bubblewrap``), util-linux's
+``setpriv`` and ``prlimit``, and as a non-root user unprivileged user namespaces
+(kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also
+kernel.apparmor_restrict_unprivileged_userns=0, or run as root).
+"""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Hard limits of a sandboxed worker (prlimit inside the sandbox; the worker may go lower)."""
+
+    address_space: int = 4 << 30  # bytes (RLIMIT_AS); raised to the worker's --memory if higher
+    cpu_seconds: int = 3600  # RLIMIT_CPU of each process: a backstop, the checker times calls
+    processes: int = 64  # RLIMIT_NPROC: processes and threads of the sandbox's own user
+    file_size: int = 64 << 20  # bytes (RLIMIT_FSIZE): no file written may grow beyond this
+    open_files: int = 256  # RLIMIT_NOFILE
+    scratch: int = 256 << 20  # bytes of the private /tmp (a tmpfs: counts as memory)
+    copy_file: int = 16 << 20  # target files larger than this are not copied in
+    copy_total: int = 64 << 20  # nor more than this in all
+
+
+LIMITS = SandboxLimits()
+SANDBOX_HOME = "/home/student"  # where the copy of the target appears inside the sandbox
+# Packages of this project that must never be visible to the student's code, should the
+# project be pip-installed into the interpreter that runs the worker.
+PROJECT_PACKAGES = ("solutions", "graders")
+
+
+class SandboxUnavailable(OSError):
+    """bubblewrap is missing or cannot create a sandbox on this machine."""
+
+
+_probed: dict[tuple, str | None] = {}
+_copies: list[str] = []
+_uids = itertools.count()
+
+
+def _sandbox_command(base_cmd: list[str], target: Path, limits: SandboxLimits = LIMITS
+                     ) -> list[str]:
+    """``base_cmd`` wrapped in bubblewrap, setpriv (when root) and prlimit; see the docstring
+    of :func:`worker_command` for what that enforces."""
+    tools = {name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+             for name in ("bwrap", "prlimit", "setpriv")}
+    missing = [name for name in ("bwrap", "prlimit") if not tools[name]]
+    root = os.geteuid() == 0
+    if root and not tools["setpriv"]:
+        missing.append("setpriv")
+    if missing:
+        raise SandboxUnavailable(
+            f"the grading sandbox needs {', '.join(missing)}: "
+            "apt-get install bubblewrap util-linux"
+        )
+    prefix = _bwrap_prefix(tools["bwrap"], root, limits)
+    if root:
+        # As root the kernel ignores RLIMIT_NPROC; run the student's code as a user of its own
+        # (unique per sandbox, so that two sandboxes never share a process count).
+        uid = str(100_000 + ((os.getpid() << 6) | (next(_uids) & 63)) % 2_000_000_000)
+        drop = [tools["setpriv"], "--reuid", uid, "--regid", uid, "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    else:
+        drop = []
+    _probe(prefix, drop, tools["prlimit"])
+    if not base_cmd:
+        return []
+    target = Path(target).resolve()
+    copy = _private_copy(target, limits)
+    inside = f"{SANDBOX_HOME}/{target.name or 'submission'}"
+    command = list(base_cmd)
+    if len(command) >= 2 and command[-2] == "--target":
+        command[-1] = inside
+    else:  # an unknown command line: keep the target's own path
+        inside = str(target)
+    memory = _option(command, "--memory")
+    rlimits = [
+        f"--as={max(limits.address_space, memory or 0)}",
+        f"--cpu={limits.cpu_seconds}",
+        f"--nproc={limits.processes}",
+        f"--fsize={limits.file_size}",
+        f"--nofile={limits.open_files}",
+        "--core=0",
+        "--msgqueue=0",
+    ]
+    mounts = ["--perms", "0755", "--dir", SANDBOX_HOME, "--ro-bind", copy, inside]
+    return [*prefix, *mounts, "--", *drop, tools["prlimit"], *rlimits, "--", *command]
+
+
+def _option(command: list[str], name: str) -> int | None:
+    try:
+        return int(command[command.index(name) + 1])
+    except (ValueError, IndexError):
+        return None
+
+
+def _bwrap_prefix(bwrap: str, root: bool, limits: SandboxLimits) -> list[str]:
+    """bwrap and every mount except the target: system, Python, scratch, /proc, /dev."""
+    args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "grading"]
+    if root:
+        # Privileged bwrap (no user namespace: the kernel would map the sandbox's user to
+        # root again); setpriv needs these three to switch to the sandbox's own user.
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                 "--cap-add", "CAP_SETPCAP"]
+    else:
+        args += ["--unshare-user"]
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        args += ["--ro-bind-try", path, path]
+    made: set[str] = {"/", "/usr", "/etc"}
+    for path in _python_paths():
+        args += _parents(path, made) + ["--ro-bind", path, path]
+    for path in _hidden_packages():
+        args += ["--perms", "0555", "--size", "4096", "--tmpfs", path]
+    for name in ("GPT2_TIKTOKEN", "TIKTOKEN_CACHE_DIR"):  # the vocabulary, when set
+        value = os.environ.get(name)
+        if value and os.path.exists(value) and not _covered(os.path.realpath(value)):
+            path = os.path.realpath(value)
+            args += _parents(path, made) + ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(limits.scratch), "--tmpfs", "/tmp",
+             "--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+             "--setenv", "PATH", "/usr/bin:/bin"]
+    return args
+
+
+def _parents(path: str, made: set[str]) -> list[str]:
+    """``--dir`` for every missing ancestor, world-traversable (privileged bwrap makes 0700)."""
+    args: list[str] = []
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        ancestor = str(Path(*parts[:i]))
+        if ancestor not in made:
+            made.add(ancestor)
+            args += ["--perms", "0755", "--dir", ancestor]
+    return args
+
+
+def _python_paths() -> list[str]:
+    """The interpreter's installation and virtualenv (stdlib, site-packages), nothing else."""
+    paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix,
+                                            sys.prefix, sys.exec_prefix)}
+    paths.add(os.path.dirname(os.path.realpath(sys.executable)))
+    for entry in site.getsitepackages():
+        paths.add(os.path.realpath(entry))
+    paths = {p for p in paths if os.path.isdir(p) and p != "/"}
+    # Keep the outermost of nested paths; /usr is already there.
+    kept = sorted(p for p in paths
+                  if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)
+                  and not p.startswith("/usr/") and p != "/usr")
+    return kept
+
+
+def _covered(path: str) -> bool:
+    return path == "/usr" or path.startswith("/usr/") or any(
+        path == p or path.startswith(p + "/") for p in _python_paths())
+
+
+def _hidden_packages() -> list[str]:
+    """This project's packages should they be installed in site-packages: masked, empty."""
+    found = []
+    for entry in site.getsitepackages():
+        for name in PROJECT_PACKAGES:
+            path = os.path.join(os.path.realpath(entry), name)
+            if os.path.isdir(path):
+                found.append(path)
+    return found
+
+
+def _private_copy(target: Path, limits: SandboxLimits) -> str:
+    """A world-readable snapshot of ``target``'s regular files (no symlinks, devices, FIFOs).
+
+    Removed when this process exits. World-readable because, as root, the sandboxed code runs
+    as a user of its own.
+    """
+    root = tempfile.mkdtemp(prefix="grading-sandbox-")
+    _copies.append(root)
+    if len(_copies) == 1:
+        atexit.register(_remove_copies)
+    os.chmod(root, 0o755)
+    total = 0
+    for folder, dirs, files in os.walk(target, followlinks=False):
+        rel = os.path.relpath(folder, target)
+        dest = os.path.normpath(os.path.join(root, rel))
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__"
+                         and not os.path.islink(os.path.join(folder, d)))
+        for d in dirs:
+            os.mkdir(os.path.join(dest, d), 0o755)
+        for name in sorted(files):
+            source = os.path.join(folder, name)
+            try:
+                info = os.lstat(source)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limits.copy_file:
+                continue
+            if total + info.st_size > limits.copy_total:
+                continue
+            total += info.st_size
+            try:
+                shutil.copyfile(source, os.path.join(dest, name), follow_symlinks=False)
+            except OSError:
+                continue
+            os.chmod(os.path.join(dest, name), 0o644)
+    return root
+
+
+def _remove_copies() -> None:
+    while _copies:
+        shutil.rmtree(_copies.pop(), ignore_errors=True)
+
+
+def _probe(prefix: list[str], drop: list[str], prlimit: str) -> None:
+    """Start an empty sandbox once per process, so that a machine that cannot gives a clear
+    error (no bubblewrap, user namespaces disabled, ...) instead of a dead worker."""
+    key = (tuple(prefix[:1]), bool(drop))
+    if key not in _probed:
+        try:
+            result = subprocess.run(
+                [*prefix, "--", *drop, prlimit, "--nproc=8", "--", "/bin/true"],
+                stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+            )
+            _probed[key] = None if result.returncode == 0 else (
+                result.stderr.decode("utf-8", "replace").strip() or f"exit {result.returncode}")
+        except (OSError, subprocess.TimeoutExpired) as error:
+            _probed[key] = str(error)
+    if _probed[key] is not None:
+        raise SandboxUnavailable(
+            f"bubblewrap cannot create the grading sandbox here: {_probed[key]} "
+            "(it needs user namespaces, or root; see the README's Instructors section)"
+        )

@@ -1,0 +1,619 @@
+"""MkDocs hook: the course's own machinery, driven by two data files.
+
+``course/lessons.toml`` (the lesson manifest) gives, for every chapter page:
+
+- a header line under the H1: "Part N of 8 · about X min read · level";
+- the exercise box that replaces the chapter's ``<!-- exercise-box -->`` line: the stub
+  module, each function linked to the section that explains it, the ``nox -s grade --``
+  command and the points (the sum of the lesson's ``[[lesson.check]]`` points);
+- in the instructor build (``COURSE_INSTRUCTOR=1``), a generated page per lesson showing
+  ``solutions/<module>.py``, linked from the box and listed in the navigation;
+- the learning path on the home page (``<!-- learning-path -->`` in ``course/index.md``).
+
+``site/glossary.toml`` (the glossary) gives:
+
+- the glossary page (``<!-- glossary -->`` in ``course/glossary.md``);
+- hover tooltips: the entries fill the ``abbr`` extension's glossary, so every plain
+  occurrence of a term in any page becomes ``<abbr title="definition">``, which Material shows
+  as a tooltip (``content.tooltips``). Code, raw HTML and exec'd output are never touched (they
+  are atomic or stashed); headings are unwrapped again, and only the first occurrence of a
+  term per section keeps its tooltip;
+- back-links under every glossary entry: the pages (and sections) where the term occurs.
+
+Problems that would let the site drift from the manifest (a chapter without its marker, a
+section id that no heading carries, nav out of order, a missing chapter file) are logged as
+warnings, so ``mkdocs build --strict`` fails on them while ``mkdocs serve`` keeps working.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import math
+import os
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+from mkdocs.utils import get_relative_url
+
+log = logging.getLogger("mkdocs.hooks.course")
+
+WORDS_PER_MINUTE = 200
+EXERCISE_MARKER = re.compile(r"^[ \t]*<!--\s*exercise-box\s*-->[ \t]*$", re.MULTILINE)
+PATH_MARKER = re.compile(r"^[ \t]*<!--\s*learning-path\s*-->[ \t]*$", re.MULTILINE)
+GLOSSARY_MARKER = re.compile(r"^[ \t]*<!--\s*glossary\s*-->[ \t]*$", re.MULTILINE)
+REFS_PLACEHOLDER = re.compile(r"<!--glossary-refs:([a-z0-9-]+)-->")
+FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+REFERENCE_DIR = "reference"  # instructor build: reference/<module>.md
+
+
+def instructor_build() -> bool:
+    return os.environ.get("COURSE_INSTRUCTOR", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+# --------------------------------------------------------------------------- data files
+
+
+@dataclass
+class Lesson:
+    number: int
+    slug: str
+    title: str
+    page: str
+    module: str
+    level: str
+    functions: list[str]
+    sections: dict[str, str]
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def points(self) -> int | float | None:
+        """Total points of the lesson's checks, or None while the graders add none."""
+        if not self.checks:
+            return None
+        return sum(check.get("points", 0) for check in self.checks)
+
+    def function_points(self, function: str) -> int | float | None:
+        points = [c.get("points", 0) for c in self.checks if c.get("function") == function]
+        return sum(points) if points else None
+
+
+@dataclass
+class Entry:
+    term: str
+    definition: str
+    match: list[str]
+
+    @property
+    def id(self) -> str:
+        return slugify(self.term)
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def load_lessons(path: Path) -> list[Lesson]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise PluginError(f"course hook: cannot read the lesson manifest {path}: {error}") from None
+    lessons = []
+    for raw in data.get("lesson", []):
+        try:
+            lesson = Lesson(
+                number=int(raw["number"]),
+                slug=raw["slug"],
+                title=raw["title"],
+                page=raw["page"],
+                module=raw["module"],
+                level=raw.get("level", ""),
+                functions=list(raw.get("functions", [])),
+                sections=dict(raw.get("sections", {})),
+                checks=list(raw.get("check", [])),
+            )
+        except KeyError as error:
+            raise PluginError(f"course hook: a lesson in {path} lacks {error}: {raw}") from None
+        lessons.append(lesson)
+    lessons.sort(key=lambda lesson: lesson.number)
+    if not lessons:
+        raise PluginError(f"course hook: {path} defines no [[lesson]]")
+    return lessons
+
+
+def load_glossary(path: Path) -> list[Entry]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise PluginError(f"course hook: cannot read the glossary {path}: {error}") from None
+    entries = []
+    for raw in data.get("entry", []):
+        term, definition = raw["term"], " ".join(raw["definition"].split())
+        entries.append(Entry(term, definition, list(raw.get("match", [term]))))
+    return entries
+
+
+def abbreviations(entries: list[Entry]) -> tuple[dict[str, str], dict[str, str]]:
+    """(phrase -> definition) for the abbr extension, and (phrase -> entry id)."""
+    titles: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    for entry in entries:
+        for phrase in entry.match:
+            for variant in {phrase, phrase[:1].upper() + phrase[1:]}:
+                if variant in ids and ids[variant] != entry.id:
+                    log.warning(
+                        f"course hook: glossary phrase {variant!r} belongs to both "
+                        f"{ids[variant]!r} and {entry.id!r}"
+                    )
+                titles[variant] = entry.definition
+                ids[variant] = entry.id
+    return titles, ids
+
+
+# --------------------------------------------------------------------------- state
+
+
+class State:
+    def __init__(self) -> None:
+        self.root = Path(".")
+        self.docs_dir = Path("course")
+        self.lessons: list[Lesson] = []
+        self.by_page: dict[str, Lesson] = {}
+        self.entries: list[Entry] = []
+        self.phrase_to_id: dict[str, str] = {}
+        self.instructor = False
+        # entry id -> {page src_uri: (title, anchor of the first occurrence)}
+        self.uses: dict[str, dict[str, tuple[str, str]]] = {}
+        self.pages: dict[str, Any] = {}  # src_uri -> Page
+
+
+STATE = State()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _strip_fences(markdown: str) -> str:
+    """The Markdown without fenced code blocks (for counting words)."""
+    out, fence = [], None
+    for line in markdown.splitlines():
+        m = FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)[0] * len(m.group(1))
+            continue
+        if fence is not None:
+            if line.strip().startswith(fence) and set(line.strip()) <= {fence[0]}:
+                fence = None
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def reading_minutes(markdown: str) -> int:
+    prose = _strip_fences(markdown)
+    prose = re.sub(r"<!--.*?-->", " ", prose, flags=re.DOTALL)
+    prose = re.sub(r"<[^>]+>", " ", prose)
+    words = re.findall(r"[A-Za-z0-9][\w'’.-]*", prose)
+    return max(1, math.ceil(len(words) / WORDS_PER_MINUTE))
+
+
+def _read_source(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if text.startswith("---"):  # YAML front matter
+        end = text.find("\n---", 3)
+        if end != -1:
+            text = text[end + 4 :]
+    return text
+
+
+def _heading_titles(markdown: str) -> dict[str, str]:
+    """Explicit heading ids (``## Title {#id}``) of a chapter -> their titles."""
+    titles = {}
+    heading = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*\{([^}]*)\}[ \t]*$", re.M)
+    for m in heading.finditer(_strip_fences(markdown)):
+        for attr in m.group(2).split():
+            if attr.startswith("#"):
+                titles[attr[1:]] = m.group(1).strip().rstrip("#").strip()
+    return titles
+
+
+def _fence_for(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _solution_hl_lines(source: str) -> str:
+    """Line ranges between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` markers."""
+    ranges, start = [], None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if "BEGIN SOLUTION" in line:
+            start = number + 1
+        elif "END SOLUTION" in line and start is not None:
+            if number - 1 >= start:
+                ranges.append(f"{start}-{number - 1}")
+            start = None
+    return " ".join(ranges)
+
+
+def _format_points(points: int | float) -> str:
+    points = int(points) if float(points).is_integer() else points
+    return f"{points} point" + ("" if points == 1 else "s")
+
+
+# --------------------------------------------------------------------------- generated Markdown
+
+
+def chapter_meta(lesson: Lesson, minutes: int) -> str:
+    level = html.escape(lesson.level)
+    return (
+        f'<p class="chapter-meta"><span class="chapter-meta__part">Part {lesson.number} of '
+        f"{len(STATE.lessons)}</span> · <span>about {minutes} min read</span> · "
+        f'<span class="chapter-meta__level chapter-meta__level--{slugify(lesson.level)}">'
+        f"{level}</span></p>"
+    )
+
+
+def exercise_box(lesson: Lesson, markdown: str) -> str:
+    titles = _heading_titles(markdown)
+    lines = [
+        f'!!! exercise "Exercise {lesson.number}: fill in `exercises/{lesson.module}.py`"',
+        "",
+        f"    Open `exercises/{lesson.module}.py`: each function below is a stub that raises "
+        "`NotImplementedError`. Replace each stub with your own code; the section linked "
+        "next to it explains what it must do.",
+        "",
+    ]
+    for function in lesson.functions:
+        section = lesson.sections.get(function)
+        where = f" — {titles[section]}" if section and section in titles else ""
+        points = lesson.function_points(function)
+        worth = f" ({_format_points(points)})" if points is not None else ""
+        if section:
+            lines.append(f"    - [`{function}`](#{section}){where}{worth}")
+        else:
+            lines.append(f"    - `{function}`{worth}")
+    lines += [
+        "",
+        "    Check your work (the report gives a hint and a link for every failed check):",
+        "",
+        "    ```bash",
+        f"    nox -s grade -- {lesson.slug}",
+        "    ```",
+        "",
+    ]
+    if lesson.points is None:
+        lines.append("    **Points:** to be announced.")
+    else:
+        hidden = sum(1 for check in lesson.checks if check.get("hidden"))
+        detail = f"{len(lesson.checks)} checks"
+        if hidden:
+            detail += f", {hidden} of them hidden until grading"
+        lines.append(f"    **Points:** {_format_points(lesson.points)} ({detail}).")
+    if STATE.instructor:
+        target = get_relative_url(f"{REFERENCE_DIR}/{lesson.module}.md", lesson.page)
+        lines += [
+            "",
+            f'    <span class="exercise-instructor">Instructor build:</span> '
+            f"[reference solution, `solutions/{lesson.module}.py`]({target})",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def learning_path() -> str:
+    cards = ['<div class="grid cards learning-path" markdown>', ""]
+    for lesson in STATE.lessons:
+        source = _read_source(STATE.docs_dir / lesson.page)
+        minutes = f" · about {reading_minutes(source)} min" if source else ""
+        functions = ", ".join(f"`{name}`" for name in lesson.functions)
+        points = (
+            "points to be announced" if lesson.points is None else _format_points(lesson.points)
+        )
+        cards += [
+            f"-   __Part {lesson.number}__ · {lesson.level}{minutes}",
+            "",
+            "    ---",
+            "",
+            f"    [{lesson.title}]({lesson.page})",
+            "",
+            f"    You write {functions} in `exercises/{lesson.module}.py`.",
+            "",
+            f"    `nox -s grade -- {lesson.slug}` · {points}",
+            "",
+        ]
+    cards.append("</div>")
+    return "\n".join(cards) + "\n"
+
+
+def glossary_markdown() -> str:
+    letters: dict[str, str] = {}
+    for entry in STATE.entries:
+        letters.setdefault(entry.term[0].upper(), entry.id)
+    jump = " ".join(
+        f'<a href="#{anchor}">{letter}</a>' for letter, anchor in sorted(letters.items())
+    )
+    parts = [f'<nav class="glossary-letters" aria-label="Glossary letters">{jump}</nav>', ""]
+    parts.append('<dl class="glossary">')
+    for entry in STATE.entries:
+        parts.append(
+            f'<dt id="{entry.id}"><a class="glossary-term" href="#{entry.id}">'
+            f"{html.escape(entry.term)}</a></dt>"
+        )
+        parts.append(
+            f"<dd><p>{html.escape(entry.definition)}</p>"
+            f'<p class="glossary-refs"><!--glossary-refs:{entry.id}--></p></dd>'
+        )
+    parts.append("</dl>")
+    return "\n".join(parts) + "\n"
+
+
+def reference_page(lesson: Lesson, source: str) -> str:
+    chapter = get_relative_url(lesson.page, f"{REFERENCE_DIR}/{lesson.module}.md")
+    fence = _fence_for(source)
+    hl = _solution_hl_lines(source)
+    hl_attr = f' hl_lines="{hl}"' if hl else ""
+    return (
+        f"# Reference solution: `solutions/{lesson.module}.py`\n\n"
+        f'!!! warning "Instructor build only"\n\n'
+        f"    This page exists only when the site is built with `COURSE_INSTRUCTOR=1`. "
+        f"It shows the reference solution of lesson {lesson.number}, "
+        f"[{lesson.title}]({chapter}); the highlighted lines are the bodies that "
+        f"`exercises/{lesson.module}.py` replaces with stubs.\n\n"
+        f'{fence}python title="solutions/{lesson.module}.py" linenums="1"{hl_attr}\n'
+        f"{source.rstrip()}\n{fence}\n"
+    )
+
+
+# --------------------------------------------------------------------------- MkDocs events
+
+
+def _nav_paths(nav: Any) -> list[str]:
+    paths: list[str] = []
+    if isinstance(nav, str):
+        paths.append(nav)
+    elif isinstance(nav, list):
+        for item in nav:
+            paths += _nav_paths(item)
+    elif isinstance(nav, dict):
+        for value in nav.values():
+            paths += _nav_paths(value)
+    return paths
+
+
+def on_config(config, **kwargs):
+    global STATE
+    STATE = State()
+    STATE.root = Path(config.config_file_path).resolve().parent
+    STATE.docs_dir = Path(config.docs_dir)
+    STATE.lessons = load_lessons(STATE.docs_dir / "lessons.toml")
+    STATE.by_page = {lesson.page: lesson for lesson in STATE.lessons}
+    STATE.entries = load_glossary(STATE.root / "site" / "glossary.toml")
+    STATE.instructor = instructor_build()
+    config.extra["instructor"] = STATE.instructor
+
+    # The chapters' exec'd examples import `solutions`: make the repository importable even
+    # when mkdocs runs as a console script (whose sys.path[0] is the venv's bin/).
+    if str(STATE.root) not in sys.path:
+        sys.path.insert(0, str(STATE.root))
+
+    # Tooltips: the abbr extension's glossary, from the same entries as the glossary page.
+    titles, STATE.phrase_to_id = abbreviations(STATE.entries)
+    if "abbr" not in config.markdown_extensions:
+        raise PluginError("course hook: the 'abbr' Markdown extension must be enabled")
+    config.mdx_configs.setdefault("abbr", {})["glossary"] = titles
+
+    # Snippets: resolve base paths against the repository root, not the working directory.
+    snippets = config.mdx_configs.get("pymdownx.snippets")
+    if isinstance(snippets, dict):
+        snippets["base_path"] = [
+            str((STATE.root / base).resolve()) for base in snippets.get("base_path", ["."])
+        ]
+
+    # The nav must list the chapters in the manifest's order.
+    if config.nav is not None:
+        chapters = [path for path in _nav_paths(config.nav) if path in STATE.by_page]
+        expected = [lesson.page for lesson in STATE.lessons]
+        if chapters != expected:
+            log.warning(
+                "course hook: mkdocs.yml's nav lists the chapters as "
+                f"{chapters}, but course/lessons.toml orders them {expected}"
+            )
+        if STATE.instructor:
+            pages = [
+                {f"{lesson.number}. {lesson.module}.py": f"{REFERENCE_DIR}/{lesson.module}.md"}
+                for lesson in STATE.lessons
+            ]
+            config.nav.append({"Reference solutions": pages})
+    return config
+
+
+def on_files(files: Files, config, **kwargs):
+    for lesson in STATE.lessons:
+        if files.get_file_from_path(lesson.page) is None:
+            log.warning(
+                f"course hook: chapter {lesson.page} (lesson {lesson.number}) does not exist; "
+                "a placeholder page stands in for it"
+            )
+            sections = "\n\n".join(
+                f"## {function} {{#{section}}}\n\nNot written yet."
+                for function, section in lesson.sections.items()
+            )
+            content = (
+                f"# {lesson.title}\n\nThis chapter is not written yet.\n\n"
+                f"<!-- exercise-box -->\n\n{sections}\n"
+            )
+            files.append(File.generated(config, lesson.page, content=content))
+        if STATE.instructor:
+            path = STATE.root / "solutions" / f"{lesson.module}.py"
+            source = _read_source(path)
+            if source is None:
+                log.warning(f"course hook: {path} does not exist; no reference page for it")
+                source = f"# {path} does not exist yet\n"
+            files.append(
+                File.generated(
+                    config,
+                    f"{REFERENCE_DIR}/{lesson.module}.md",
+                    content=reference_page(lesson, source),
+                )
+            )
+    return files
+
+
+def _insert_after_h1(markdown: str, text: str) -> str:
+    lines, fence = markdown.splitlines(keepends=True), None
+    for i, line in enumerate(lines):
+        m = FENCE.match(line)
+        if m:
+            fence = None if fence else m.group(1)
+            continue
+        if fence is None and re.match(r"^#[ \t]+\S", line):
+            return "".join(lines[: i + 1]) + "\n" + text + "\n\n" + "".join(lines[i + 1 :])
+    return text + "\n\n" + markdown
+
+
+def on_page_markdown(markdown: str, page, config, files, **kwargs):
+    src = page.file.src_uri
+    STATE.pages[src] = page
+    lesson = STATE.by_page.get(src)
+    if lesson is not None:
+        box = exercise_box(lesson, markdown)
+        if EXERCISE_MARKER.search(markdown):
+            markdown = EXERCISE_MARKER.sub(lambda _: box, markdown, count=1)
+        else:
+            log.warning(
+                f"course hook: {src} has no '<!-- exercise-box -->' line; "
+                "the exercise box was put under the title"
+            )
+            markdown = _insert_after_h1(markdown, box)
+        markdown = _insert_after_h1(markdown, chapter_meta(lesson, reading_minutes(markdown)))
+    if src == "index.md":
+        if PATH_MARKER.search(markdown):
+            markdown = PATH_MARKER.sub(lambda _: learning_path(), markdown, count=1)
+        else:
+            log.warning("course hook: index.md has no '<!-- learning-path -->' line")
+    if src == "glossary.md":
+        if GLOSSARY_MARKER.search(markdown):
+            markdown = GLOSSARY_MARKER.sub(lambda _: glossary_markdown(), markdown, count=1)
+        else:
+            log.warning("course hook: glossary.md has no '<!-- glossary -->' line")
+    return markdown
+
+
+_TOOLTIP_SCAN = re.compile(
+    r"(?P<heading><h(?P<level>[1-6])(?P<attrs>[^>]*)>(?P<body>.*?)</h(?P=level)>)"
+    r"|(?P<link><a\b[^>]*>(?P<label>.*?)</a>)"
+    r"|(?P<abbr><abbr title=\"[^\"]*\">(?P<text>[^<]*)</abbr>)",
+    re.DOTALL,
+)
+_ABBR = re.compile(r"<abbr title=\"[^\"]*\">([^<]*)</abbr>")
+_ID = re.compile(r"\bid=\"([^\"]+)\"")
+
+
+def _tidy_tooltips(content: str, page) -> str:
+    """Unwrap tooltips in headings, links and repeats within a section; record term uses."""
+    record = page.file.src_uri != "glossary.md" and not page.file.src_uri.startswith(
+        f"{REFERENCE_DIR}/"
+    )
+    title = page.title or page.file.src_uri
+    anchor = ""
+    seen: set[str] = set()
+
+    def use(term_id: str) -> None:
+        if record:
+            STATE.uses.setdefault(term_id, {}).setdefault(page.file.src_uri, (title, anchor))
+
+    def replace(m: re.Match) -> str:
+        nonlocal anchor, seen
+        if m.group("heading"):
+            level = int(m.group("level"))
+            id_match = _ID.search(m.group("attrs"))
+            if id_match:
+                anchor = id_match.group(1)
+            if level <= 2:
+                seen = set()
+            for text in _ABBR.findall(m.group("body")):
+                if text in STATE.phrase_to_id:
+                    use(STATE.phrase_to_id[text])
+            return _ABBR.sub(r"\1", m.group(0))
+        if m.group("link"):  # a link's text is no place for a dotted underline
+            for text in _ABBR.findall(m.group("label")):
+                if text in STATE.phrase_to_id:
+                    use(STATE.phrase_to_id[text])
+            return _ABBR.sub(r"\1", m.group(0))
+        text = m.group("text")
+        term_id = STATE.phrase_to_id.get(text)
+        if term_id is None:  # an abbreviation the page defined itself: leave it
+            return m.group(0)
+        use(term_id)
+        if term_id in seen:
+            return text
+        seen.add(term_id)
+        return m.group(0)
+
+    return _TOOLTIP_SCAN.sub(replace, content)
+
+
+def on_page_content(content: str, page, config, files, **kwargs):
+    lesson = STATE.by_page.get(page.file.src_uri)
+    if lesson is not None:
+        ids = set(_ID.findall(content))
+        wanted = {f"sections.{f}": s for f, s in lesson.sections.items()}
+        for i, check in enumerate(lesson.checks):
+            if check.get("section"):
+                wanted[f"check {i + 1} ({check.get('name', check.get('function', '?'))})"] = check[
+                    "section"
+                ]
+        for where, section in wanted.items():
+            if section not in ids:
+                log.warning(
+                    f"course hook: {lesson.page} has no heading with id '{section}' "
+                    f"(lessons.toml, lesson {lesson.number}, {where}); write it as "
+                    f"'## Title {{#{section}}}'"
+                )
+        for function in lesson.functions:
+            if function not in lesson.sections:
+                log.warning(
+                    f"course hook: lessons.toml lesson {lesson.number} names no section for "
+                    f"{function}"
+                )
+    return _tidy_tooltips(content, page)
+
+
+def _backlinks(glossary_page) -> str:
+    order = {"index.md": 0} | {lesson.page: lesson.number for lesson in STATE.lessons}
+
+    def link(term_id: str) -> str:
+        uses = STATE.uses.get(term_id, {})
+        if not uses:
+            return '<span class="glossary-refs__none">Not used in the pages yet.</span>'
+        items = []
+        for src in sorted(uses, key=lambda s: (order.get(s, 100), s)):
+            title, anchor = uses[src]
+            page = STATE.pages.get(src)
+            if page is None or page.url is None:
+                continue
+            href = get_relative_url(page.url, glossary_page.url)
+            if href.endswith("."):  # "." or "..": the home page
+                href += "/"
+            href += f"#{anchor}" if anchor else ""
+            lesson = STATE.by_page.get(src)
+            label = f"{lesson.number}. {lesson.title}" if lesson else (page.title or title)
+            items.append(f'<a href="{html.escape(href)}">{html.escape(label)}</a>')
+        return '<span class="glossary-refs__label">Used in:</span> ' + ", ".join(items)
+
+    return link
+
+
+def on_page_context(context, page, config, nav, **kwargs):
+    if page.file.src_uri == "glossary.md" and page.content:
+        link = _backlinks(page)
+        page.content = REFS_PLACEHOLDER.sub(lambda m: link(m.group(1)), page.content)
+    return context

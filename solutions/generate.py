@@ -1,0 +1,150 @@
+"""Generate text from the command line: ``python -m solutions.generate "PROMPT"``.
+
+The model is GPT-2 from the Hugging Face Hub (``--model gpt2``, the default, or
+``gpt2-medium``, ``gpt2-large``, ``gpt2-xl``, or any ``owner/name`` repository), a local
+folder in the Hub's layout (config.json + model.safetensors), or a course run written by
+``python -m solutions.train`` (``--model runs/default``: its ``checkpoint.pt``). The text is
+encoded with GPT-2's tokenizer, extended with ``generation.generate`` and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from . import checkpoint, generation, hub
+from .model import GPT, GPTConfig
+from .vocab import EOT_ID, VOCAB_SIZE, VocabularyNotFound, gpt2_encoding
+
+CHECKPOINT = "checkpoint.pt"  # what solutions.train writes into its --out folder
+
+
+class UsageError(ValueError):
+    """A bad option or input, reported as one line."""
+
+
+def load_model(spec: str, device: torch.device | str = "cpu") -> GPT:
+    """The model a ``--model`` value names, in eval mode with dropout off.
+
+    A folder holding ``checkpoint.pt``, or a ``.pt`` file, is a course run; anything else
+    goes to ``hub.from_pretrained`` (a GPT-2 name, a Hub repository, a Hub-layout folder).
+    """
+    path = Path(spec).expanduser()
+    if path.is_dir() and (path / CHECKPOINT).is_file():
+        path = path / CHECKPOINT
+    if path.is_file() and path.suffix == ".pt":
+        state = checkpoint.load(path)
+        try:
+            config = GPTConfig(**{**state["model_config"], "dropout": 0.0})
+            model = GPT(config)
+            model.load_state_dict(state["model"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise checkpoint.CheckpointError(
+                f"checkpoint {path} does not hold a model of its model_config "
+                f"({type(error).__name__}: {first[:160]})"
+            ) from None
+        return model.to(device).eval()
+    return hub.from_pretrained(spec, device=device)
+
+
+def generate_text(
+    model: GPT,
+    prompt: str,
+    *,
+    max_new_tokens: int = 50,
+    temperature: float = 0.8,
+    top_k: int | None = 40,
+    seed: int | None = 1337,
+) -> str:
+    """The prompt and its continuation, as text (an empty prompt starts at <|endoftext|>)."""
+    enc = gpt2_encoding()
+    if model.config.vocab_size < VOCAB_SIZE:
+        raise UsageError(
+            f"the model has a vocabulary of {model.config.vocab_size} tokens, not GPT-2's "
+            f"{VOCAB_SIZE}; its token ids cannot be GPT-2's"
+        )
+    device = next(model.parameters()).device
+    ids = enc.encode_ordinary(prompt) or [EOT_ID]
+    rng = torch.Generator(device=device)
+    if seed is None:
+        rng.seed()
+    else:
+        rng.manual_seed(seed)
+    out = generation.generate(
+        model,
+        torch.tensor([ids], device=device),
+        max_new_tokens,
+        model.config.block_size,
+        temperature,
+        top_k,
+        rng,
+    )
+    new = out[0, len(ids) :].tolist()
+    return prompt + enc.decode(new)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m solutions.generate",
+        description="Continue a prompt with GPT-2 (from the Hugging Face Hub or a local copy) "
+        "or with a model trained by solutions.train.",
+    )
+    parser.add_argument("prompt", nargs="?", default="", help="the text to continue")
+    parser.add_argument(
+        "--model",
+        default="gpt2",
+        help="gpt2, gpt2-medium, gpt2-large, gpt2-xl, a Hub repository owner/name, a folder "
+        "with config.json + model.safetensors, or a training run's folder such as "
+        "runs/default (default: gpt2)",
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=50, help="(default: 50)")
+    parser.add_argument("--temperature", type=float, default=0.8, help="0 is greedy (default: 0.8)")
+    parser.add_argument("--top-k", type=int, default=40, help="0 keeps every token (default: 40)")
+    parser.add_argument("--seed", type=int, default=1337, help="(default: 1337)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        if args.max_new_tokens < 0:
+            raise UsageError("--max-new-tokens must be at least 0")
+        if args.temperature < 0:
+            raise UsageError("--temperature must be at least 0 (0 is greedy)")
+        if args.top_k < 0:
+            raise UsageError("--top-k must be at least 0 (0 keeps every token)")
+        try:
+            device = torch.device(args.device)
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as error:
+            raise UsageError(f"--device {args.device} is not available here ({error})") from None
+        model = load_model(args.model, device)
+        text = generate_text(
+            model,
+            args.prompt,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_k=args.top_k or None,
+            seed=args.seed,
+        )
+    except (UsageError, hub.HubError, checkpoint.CheckpointError, VocabularyNotFound) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except NotImplementedError as error:
+        print(
+            f"error: {error}. Implement it, or generate with the reference: "
+            "python -m solutions.generate",
+            file=sys.stderr,
+        )
+        return 2
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Training on two processes with torchrun equals training on one with the same global batch.
+
+Everything runs on the CPU with gloo over loopback (127.0.0.1, a free port). The runs are
+tiny (the ``micro`` preset, a few steps) and use dropout 0, so one process and two compute
+the same numbers up to float rounding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from solutions import distributed, training
+from solutions.model import GPT, GPTConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+RTOL = 1e-5
+
+# Steps 0-1 warm up; with --steps 3 or --steps 5 the schedule of steps 0-2 is the same, so a
+# run stopped after 3 steps and resumed to 5 must equal a straight run of 5.
+FLAGS = [
+    "--preset", "micro", "--batch-size", "4", "--grad-accum", "2", "--context-length", "16",
+    "--stride", "16", "--warmup-steps", "2", "--dropout", "0", "--eval-every", "2",
+    "--eval-batches", "2", "--checkpoint-every", "2", "--sample-tokens", "3",
+    "--device", "cpu", "--dtype", "float32", "--lr", "5e-3",
+]  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    env.update(MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    if Path("/sys/class/net/lo").exists():
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback only
+    return env
+
+
+def _train(corpus: Path, out: Path, steps: int, nproc: int = 1) -> subprocess.CompletedProcess:
+    args = ["-m", "solutions.train", *FLAGS, "--corpus", str(corpus), "--out", str(out)]
+    args += ["--steps", str(steps)]
+    if nproc > 1:
+        launcher = [
+            "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(nproc),
+            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
+        ]  # fmt: skip
+        args = launcher + args
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return done
+
+
+def _metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def _assert_same_run(got: list[dict], want: list[dict]) -> None:
+    assert [r["step"] for r in got] == [r["step"] for r in want]
+    for mine, theirs in zip(got, want, strict=True):
+        assert mine["lr"] == theirs["lr"]
+        assert mine["loss"] == pytest.approx(theirs["loss"], rel=RTOL)
+        assert ("eval_loss" in mine) == ("eval_loss" in theirs)
+        if "eval_loss" in theirs:
+            assert mine["eval_loss"] == pytest.approx(theirs["eval_loss"], rel=RTOL)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conftest import _sentences
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(_sentences(1, 300))
+    return path
+
+
+@pytest.fixture(scope="module")
+def single(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """One process, 5 steps: the reference numbers."""
+    out = tmp_path_factory.mktemp("single") / "run"
+    _train(corpus, out, steps=5)
+    return _metrics(out)
+
+
+def test_two_processes_give_the_losses_of_one(
+    corpus: Path, single: list[dict], tmp_path: Path
+) -> None:
+    done = _train(corpus, tmp_path / "ddp", steps=5, nproc=2)
+    got = _metrics(tmp_path / "ddp")
+    _assert_same_run(got, single)
+    assert len({round(r["loss"], 4) for r in got}) > 1  # it trained: the loss moved
+    assert done.stdout.count("Trained ") == 1  # one report, from rank 0
+    state = torch.load(tmp_path / "ddp" / "checkpoint.pt", weights_only=True)
+    assert state["step"] == 5 and len(state["rng_per_rank"]) == 2
+    assert all(not key.startswith(("module.", "ddp.")) for key in state["model"])  # unwrapped
+
+
+def test_resumed_distributed_run_continues_exactly(
+    corpus: Path, single: list[dict], tmp_path: Path
+) -> None:
+    out = tmp_path / "ddp"
+    _train(corpus, out, steps=3, nproc=2)
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == 3
+    _train(corpus, out, steps=5, nproc=2)  # resumes at step 3
+    _assert_same_run(_metrics(out), single)
+
+
+def test_a_batch_that_does_not_split_over_the_processes_is_one_clear_line(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from solutions import train
+
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("RANK", "0")
+    cfg = train.TrainConfig(preset="micro", corpus=str(corpus), out=str(tmp_path), batch_size=4)
+    with pytest.raises(train.UsageError, match="--batch-size 4 does not split evenly over 3"):
+        train.run(cfg, quiet=True)
+
+
+def test_shards_cover_the_global_batch_once() -> None:
+    x, y = torch.arange(24).view(6, 4), torch.arange(24).view(6, 4) + 100
+    shards = [distributed.World(rank=r, size=3).shard((x, y)) for r in range(3)]
+    assert torch.equal(torch.cat([s[0] for s in shards]), x)
+    assert torch.equal(torch.cat([s[1] for s in shards]), y)
+    assert distributed.World().shard((x, y))[0] is x
+
+
+def test_gradients_are_all_reduced_on_the_last_micro_batch_only(tmp_path: Path) -> None:
+    """DDP's communication hook counts all-reduces: one step of 3 micro-batches -> 1 round."""
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    try:
+        torch.manual_seed(0)
+        config = GPTConfig(vocab_size=50, block_size=8, n_layer=1, n_head=2, n_embd=8)
+        model = GPT(config)
+        wrapped = distributed.SyncOnLastMicroBatch(model, torch.device("cpu"))
+        rounds: list[int] = []
+
+        def counting_hook(state, bucket):
+            rounds.append(bucket.index())
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+
+        wrapped.ddp.register_comm_hook(None, counting_hook)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        micro = [(torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8))) for _ in range(3)]
+        with distributed.micro_batches(wrapped, len(micro)):
+            training.train_step(wrapped, micro, optimizer)
+        buckets = len(set(rounds))
+        assert buckets >= 1 and len(rounds) == buckets  # each bucket reduced exactly once
+
+        rounds.clear()  # and without the wrapper's help, DDP would reduce every micro-batch
+        training.train_step(wrapped.ddp, micro, optimizer)
+        assert len(rounds) == 3 * buckets
+
+        with pytest.raises(RuntimeError, match="one model"):  # a step that skips a forward
+            with distributed.micro_batches(wrapped, 3):
+                training.train_step(wrapped, micro[:2], optimizer)
+    finally:
+        dist.destroy_process_group()

@@ -1,0 +1,410 @@
+"""The course site: a strict MkDocs build, its generated parts, and a headless browser on it.
+
+The build runs `mkdocs build --strict` with this interpreter into a temporary folder. The
+browser part drives Debian's chromium (/usr/bin/chromium) through the `playwright` package
+against the built site, served by a loopback HTTP server that the test starts; every request
+that is not to that server is refused, so nothing here touches the network. Screenshots of
+the home page and of chapter 1 go to build/screenshots/ (ignored by git).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import http.server
+import os
+import re
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = ROOT / "course"
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # Belt and braces: no host name resolves except the loopback server's address.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+pytestmark = pytest.mark.slow
+
+LESSONS = tomllib.loads((COURSE / "lessons.toml").read_text(encoding="utf-8"))["lesson"]
+GLOSSARY = tomllib.loads((ROOT / "site" / "glossary.toml").read_text(encoding="utf-8"))["entry"]
+
+
+def page_dir(page: str) -> str:
+    """The built folder of a docs page (use_directory_urls): chapters/01-tokens.md -> ..."""
+    return page.removesuffix(".md").removesuffix("index").rstrip("/")
+
+
+def build(out: Path, *, instructor: bool) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    if instructor:
+        env["COURSE_INSTRUCTOR"] = "1"
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml"]
+    return subprocess.run(
+        [*command, "-d", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    result = build(out, instructor=False)
+    if result.returncode != 0:
+        pytest.fail(
+            "mkdocs build --strict failed:\n" + result.stdout[-5000:] + result.stderr[-10000:]
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def instructor_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("instructor-site")
+    result = build(out, instructor=True)
+    if result.returncode != 0:
+        pytest.fail(
+            "COURSE_INSTRUCTOR=1 mkdocs build --strict failed:\n"
+            + result.stdout[-5000:]
+            + result.stderr[-10000:]
+        )
+    return out
+
+
+def read(site: Path, page: str) -> str:
+    return (site / page_dir(page) / "index.html").read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the build
+
+
+def test_strict_build_passes(site: Path) -> None:
+    assert (site / "index.html").is_file()
+    assert (site / "search" / "search_index.json").is_file()
+    assert not list(site.rglob("*.toml")), "lessons.toml must stay out of the built site"
+    assert not (site / "reference").exists(), "the student build must not carry solutions"
+
+
+def test_nav_follows_the_manifest() -> None:
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    listed = re.findall(r"^\s*-\s+[^:\n]+:\s+(chapters/\S+\.md)\s*$", text, re.M)
+    assert listed == [lesson["page"] for lesson in LESSONS]
+
+
+def test_chapters_carry_header_and_exercise_box(site: Path) -> None:
+    for lesson in LESSONS:
+        html = read(site, lesson["page"])
+        assert f"Part {lesson['number']} of {len(LESSONS)}" in html, lesson["page"]
+        assert re.search(r"about \d+ min read", html), lesson["page"]
+        assert "<!-- exercise-box -->" not in html, lesson["page"]
+        box = re.search(r'<div class="admonition exercise">(.*?)</div>\s*(?=<)', html, re.S)
+        assert box, f"{lesson['page']}: no exercise box"
+        box_html = html[box.start() :]
+        assert f"exercises/{lesson['module']}.py" in box_html
+        assert re.search(
+            rf"grade<span[^>]*>\s*</span>--<span[^>]*>\s*</span>{lesson['slug']}", box_html
+        )
+        for function in lesson["functions"]:
+            section = lesson["sections"][function]
+            assert f'href="#{section}"><code>{function}</code>' in box_html, (
+                lesson["page"],
+                function,
+            )
+            assert f'id="{section}"' in html, (lesson["page"], section)
+        checks = lesson.get("check", [])
+        if checks:
+            total = sum(check["points"] for check in checks)
+            assert re.search(rf"<strong>Points:</strong> {total:g} point", box_html)
+        else:
+            assert "<strong>Points:</strong> to be announced" in box_html
+        assert "reference solution" not in box_html
+
+
+def test_home_page_lists_the_learning_path(site: Path) -> None:
+    html = read(site, "index.md")
+    positions = []
+    for lesson in LESSONS:
+        link = f'href="{page_dir(lesson["page"])}/"'
+        assert link in html, f"home page does not link {lesson['page']}"
+        positions.append(html.index(link, html.index('class="grid cards learning-path"')))
+        assert f"nox -s grade -- {lesson['slug']}" in html
+    assert positions == sorted(positions), "the learning path is out of order"
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "nox -s grade" in text and "nox -s train" in text
+
+
+def test_glossary_source_is_sound() -> None:
+    assert len(GLOSSARY) >= 40
+    terms = [entry["term"] for entry in GLOSSARY]
+    assert terms == sorted(terms, key=str.casefold), "keep site/glossary.toml alphabetical"
+    assert len(set(terms)) == len(terms)
+    for entry in GLOSSARY:
+        definition = entry["definition"]
+        sentences = re.findall(r"[.!?](?:\s|$)", definition)
+        assert 1 <= len(sentences) <= 3, (entry["term"], "one to three sentences")
+        assert not re.search(r"[`*]|<[A-Za-z/]", definition), (entry["term"], "plain text only")
+
+
+def test_glossary_page_has_every_entry_with_backlinks(site: Path) -> None:
+    html = read(site, "glossary.md")
+    for entry in GLOSSARY:
+        slug = re.sub(r"[^a-z0-9]+", "-", entry["term"].lower()).strip("-")
+        assert f'<dt id="{slug}">' in html, entry["term"]
+    assert "<!--glossary-refs:" not in html
+    backlinks = re.findall(r"Used in:</span> (.*?)</p>", html)
+    assert len(backlinks) >= len(GLOSSARY) // 2, "most terms should link to the pages using them"
+    assert any("../chapters/01-tokens/" in links for links in backlinks)
+
+
+def test_tooltips_stay_out_of_code_and_headings(site: Path) -> None:
+    pages = list(site.rglob("index.html"))
+    total = 0
+    for path in pages:
+        html = path.read_text(encoding="utf-8")
+        total += html.count("<abbr ")
+        for block in re.findall(r"<pre\b.*?</pre>|<code\b.*?</code>", html, re.S):
+            assert "<abbr" not in block, path
+        for heading in re.findall(r"<h[1-6]\b.*?</h[1-6]>", html, re.S):
+            assert "<abbr" not in heading, path
+        for svg in re.findall(r"<svg\b.*?</svg>", html, re.S):
+            assert "<abbr" not in svg, path
+    assert total > 100, "glossary tooltips are missing from the pages"
+
+
+def test_faq_points_at_real_code() -> None:
+    text = (COURSE / "faq.md").read_text(encoding="utf-8")
+    questions = re.findall(r"^## .+\?", text, re.M)
+    assert len(questions) >= 12
+    pointers = re.findall(r"`(solutions/[\w/]+\.py)::([\w.]+)`", text)
+    assert len(pointers) >= len(questions)
+    for file, name in pointers:
+        path = ROOT / file
+        assert path.is_file(), f"faq.md points at {file}, which does not exist"
+        assert defines(path, name.split(".")), f"{file} defines no {name} (faq.md)"
+
+
+def defines(path: Path, names: list[str]) -> bool:
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    for name in names:
+        found = None
+        for node in body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.name == name:
+                    found = node
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                    found = node
+        if found is None:
+            return False
+        body = getattr(found, "body", [])
+    return True
+
+
+def test_instructor_build_links_reference_solutions(instructor_site: Path) -> None:
+    for lesson in LESSONS:
+        module = lesson["module"]
+        html = read(instructor_site, lesson["page"])
+        assert f'href="../../reference/{module}/">reference solution' in html, lesson["page"]
+        reference = (instructor_site / "reference" / module / "index.html").read_text()
+        source = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
+        first_def = re.search(r"^def (\w+)", source, re.M).group(1)
+        assert first_def in reference
+        assert "Instructor build" in reference
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+@pytest.fixture(scope="module")
+def server(site: Path) -> Iterator[str]:
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+class Browser:
+    """One chromium context; records console errors and any request off the loopback server."""
+
+    def __init__(self, context, base: str) -> None:
+        self.context, self.base = context, base
+        self.errors: list[str] = []
+        self.offsite: list[str] = []
+        context.route("**/*", self._route)
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url.startswith(self.base) or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            self.offsite.append(url)
+            route.abort()
+
+    def open(self, path: str):
+        page = self.context.new_page()
+        page.on(
+            "console",
+            lambda msg: self.errors.append(f"{path}: {msg.text}") if msg.type == "error" else None,
+        )
+        page.on("pageerror", lambda error: self.errors.append(f"{path}: {error}"))
+        page.on(
+            "response",
+            lambda r: (
+                self.errors.append(f"{path}: HTTP {r.status} {r.url}") if r.status >= 400 else None
+            ),
+        )
+        page.goto(self.base + path, wait_until="load")
+        page.wait_for_selector("article h1")
+        return page
+
+    def assert_clean(self) -> None:
+        assert not self.offsite, f"requests that left the loopback server: {self.offsite}"
+        assert not self.errors, "browser console errors:\n" + "\n".join(self.errors)
+
+
+@pytest.fixture(scope="module")
+def browser(server: str, tmp_path_factory) -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent (install it with `apt-get install -y chromium`)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+            service_workers="block",
+        )
+        context.set_default_timeout(20_000)
+        try:
+            yield Browser(context, server)
+        finally:
+            context.close()
+
+
+def test_every_chapter_renders_with_working_exercise_links(browser: Browser) -> None:
+    for lesson in LESSONS:
+        path = page_dir(lesson["page"]) + "/"
+        page = browser.open(path)
+        assert page.locator("article h1").first.inner_text().strip()
+        box = page.locator("article .admonition.exercise")
+        assert box.count() == 1, f"{path}: exercise box missing"
+        assert box.is_visible()
+        links = box.locator("a").evaluate_all("els => els.map(a => a.getAttribute('href'))")
+        assert len(links) >= len(lesson["functions"])
+        for href in links:
+            target = urljoin(page.url, href)
+            url, fragment = target.split("#", 1) if "#" in target else (target, "")
+            if urlsplit(url).path != urlsplit(page.url).path:
+                response = page.request.get(url)
+                assert response.status == 200, f"{path}: {href} -> HTTP {response.status}"
+                other = browser.open(url.removeprefix(browser.base))
+                if fragment:
+                    assert other.locator(f"[id='{fragment}']").count() == 1, f"{path}: {href}"
+                other.close()
+            elif fragment:
+                assert page.locator(f"[id='{fragment}']").count() == 1, f"{path}: {href}"
+        page.close()
+    browser.assert_clean()
+
+
+def test_glossary_tooltip_shows_on_hover(browser: Browser) -> None:
+    page = browser.open(page_dir(LESSONS[0]["page"]) + "/")
+    term = page.locator("article > p abbr").first
+    term.scroll_into_view_if_needed()
+    definitions = {entry["definition"] for entry in GLOSSARY}
+    term.hover()
+    tooltip = page.locator(".md-tooltip2--active, .md-tooltip--active").first
+    tooltip.wait_for(state="visible")
+    shown = " ".join(tooltip.inner_text().split())
+    assert shown in definitions, f"tooltip shows {shown!r}"
+    page.close()
+    browser.assert_clean()
+
+
+def test_quiz_answer_reveals_its_explanation(browser: Browser) -> None:
+    for lesson in LESSONS:
+        page = browser.open(page_dir(lesson["page"]) + "/")
+        quiz = page.locator("article .quiz:not([data-quiz-type]):has(input[type=radio])").first
+        if quiz.count() == 0:
+            page.close()
+            continue
+        quiz.scroll_into_view_if_needed()
+        answers = quiz.locator("fieldset > div")
+        wrong = answers.filter(has=page.locator("input:not([data-correct])"))
+        chosen = (wrong if wrong.count() else answers).first
+        own = chosen.locator(".answer-feedback")
+        expected = " ".join((own.text_content() or "").split()) if own.count() else ""
+        chosen.locator("label").click()
+        feedback = quiz.locator(".quiz-feedback")
+        feedback.wait_for(state="visible")
+        if expected:  # the chosen answer's own explanation is shown
+            assert expected in " ".join(feedback.inner_text().split()), lesson["page"]
+        else:  # no per-answer explanation: the quiz's explanation section opens
+            section = quiz.locator("section.content")
+            section.wait_for(state="visible")
+            assert section.inner_text().strip(), f"{lesson['page']}: empty quiz explanation"
+        page.close()
+        break
+    else:
+        pytest.fail("no chapter has a single-answer quiz")
+    browser.assert_clean()
+
+
+def test_search_finds_a_glossary_term(browser: Browser) -> None:
+    page = browser.open("")
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    box = page.locator("input.md-search__input")
+    box.fill("perplexity")
+    result = page.locator(".md-search-result__item a[href*='glossary']").first
+    result.wait_for(state="attached")
+    assert page.locator(".md-search-result__item").count() >= 1
+    page.close()
+    browser.assert_clean()
+
+
+def test_instant_navigation_and_screenshots(browser: Browser) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.open("")
+    page.screenshot(path=str(SCREENSHOTS / "home.png"), full_page=True)
+    first = LESSONS[0]
+    page.locator(f".learning-path a[href$='{page_dir(first['page'])}/']").first.click()
+    page.wait_for_url(f"**/{page_dir(first['page'])}/")
+    page.locator("article .admonition.exercise").wait_for(state="visible")
+    assert first["title"] in page.locator("article h1").first.inner_text()
+    page.screenshot(path=str(SCREENSHOTS / "chapter.png"), full_page=False)
+    page.close()
+    browser.assert_clean()
