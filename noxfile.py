@@ -80,3 +80,32 @@ def compare(session: nox.Session) -> None:
     """Train with your functions beside the reference; options after `--` (see --help)."""
     install(session)
     session.run("python", "-m", "graders.compare", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def generate(session: nox.Session) -> None:
+    """Continue a prompt with GPT-2 or a trained run: `nox -s generate -- "PROMPT" [--model M]`."""
+    install(session)
+    session.run("python", "-m", "solutions.generate", *session.posargs)
+
+
+DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the site strictly into build/site (COURSE_INSTRUCTOR=1: build/site-instructor)."""
+    install(session, "docs")
+    session.run(
+        "python", "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml", *session.posargs,
+        env=DOCS_ENV,
+    )
+
+
+@nox.session(python=PYTHON)
+def serve(session: nox.Session) -> None:
+    """Serve the course site with live reload at http://127.0.0.1:8000/."""
+    install(session, "docs")
+    session.run(
+        "python", "-m", "mkdocs", "serve", "-f", "mkdocs.yml", *session.posargs, env=DOCS_ENV
+    )

@@ -31,16 +31,31 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         description="Grade the course's exercises: points, a hint per failed check, and a "
         "link to the lesson section that explains it.",
     )
-    parser.add_argument("lessons", nargs="*", metavar="LESSON",
-                        help="lessons to grade, by slug or number (default: all)")
-    parser.add_argument("--target", type=Path, default=None,
-                        help="the directory holding the exercise modules (default: exercises/)")
-    parser.add_argument("--hidden", action="store_true",
-                        help="run the hidden checks as well (instructors)")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
-                        help=f"where to write the JSON report (default: {DEFAULT_REPORT})")
-    parser.add_argument("--sandbox", action="store_true",
-                        help="run the student's code in the sandbox")
+    parser.add_argument(
+        "lessons",
+        nargs="*",
+        metavar="LESSON",
+        help="lessons to grade, by slug or number (default: all)",
+    )
+    parser.add_argument(
+        "--target",
+        type=Path,
+        default=None,
+        help="the directory holding the exercise modules (default: exercises/)",
+    )
+    parser.add_argument(
+        "--hidden", action="store_true", help="run the hidden checks as well (instructors)"
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"where to write the JSON report (default: {DEFAULT_REPORT})",
+    )
+    parser.add_argument(
+        "--sandbox", action="store_true", help="run the student's code in the sandbox"
+    )
     return parser.parse_args(argv)
 
 
@@ -52,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     from .runner import DEFAULT_REPORT, GradingError, grade
 
     # A console on its own copy of standard output: pytest's output capture does not touch it.
-    console = Console(file=os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8"),
-                      highlight=False)
+    console = Console(
+        file=os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8"), highlight=False
+    )
     json_path = args.json if args.json is not None else DEFAULT_REPORT
     try:
         report = grade(

@@ -88,8 +88,9 @@ def as_tensor(value: Any, what: str, *, kind: str | None = None) -> Tensor:
     value = value.detach()
     if kind == "float" and not value.dtype.is_floating_point:
         fail(f"{what} should be a floating-point tensor, got {dtype_name(value.dtype)}")
-    if kind == "int" and (value.dtype.is_floating_point or value.dtype.is_complex
-                          or value.dtype == torch.bool):
+    if kind == "int" and (
+        value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool
+    ):
         fail(f"{what} should be an integer tensor, got {dtype_name(value.dtype)}")
     if kind == "bool" and value.dtype != torch.bool:
         fail(f"{what} should be a bool tensor, got {dtype_name(value.dtype)}")
@@ -187,8 +188,9 @@ def expect_close(
     value = as_tensor(actual, what, kind=kind)
     if value.shape == expected.shape and close(value, expected, rtol=rtol, atol=atol):
         if check_dtype and value.dtype != expected.dtype:
-            fail(f"{what} has dtype {dtype_name(value.dtype)}, expected "
-                 f"{dtype_name(expected.dtype)}")
+            fail(
+                f"{what} has dtype {dtype_name(value.dtype)}, expected {dtype_name(expected.dtype)}"
+            )
         return value
     diagnose(value, mistakes, rtol=rtol, atol=atol, detail=_mismatch(value, expected, what))
     raise AssertionError("unreachable")
@@ -222,26 +224,38 @@ def same(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     if isinstance(a, Tensor):
         return False
     if isinstance(b, list | tuple):
-        return (isinstance(a, list | tuple) and len(a) == len(b)
-                and all(same(x, y, rtol=rtol, atol=atol) for x, y in zip(a, b, strict=True)))
+        return (
+            isinstance(a, list | tuple)
+            and len(a) == len(b)
+            and all(same(x, y, rtol=rtol, atol=atol) for x, y in zip(a, b, strict=True))
+        )
     if isinstance(b, dict):
-        return (isinstance(a, dict) and a.keys() == b.keys()
-                and all(same(a[k], b[k], rtol=rtol, atol=atol) for k in b))
+        return (
+            isinstance(a, dict)
+            and a.keys() == b.keys()
+            and all(same(a[k], b[k], rtol=rtol, atol=atol) for k in b)
+        )
     if isinstance(b, float) and isinstance(a, int | float) and not isinstance(a, bool):
         return math.isclose(a, b, rel_tol=rtol, abs_tol=atol) or (math.isnan(a) and math.isnan(b))
     return type(a) is type(b) and a == b
 
 
-def expect_equal(actual: Any, expected: Any, what: str, *,
-                 mistakes: Mapping[str, Any] | None = None) -> None:
+def expect_equal(
+    actual: Any, expected: Any, what: str, *, mistakes: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless ``actual`` equals ``expected`` exactly (plain data, types included)."""
     if same(actual, expected, rtol=0.0, atol=0.0):
         return
     shown = repr(actual)
     if len(shown) > 200:
         shown = shown[:200] + "..."
-    diagnose(actual, mistakes, rtol=0.0, atol=0.0,
-             detail=f"{what} returned {shown}, expected {_short(expected)}")
+    diagnose(
+        actual,
+        mistakes,
+        rtol=0.0,
+        atol=0.0,
+        detail=f"{what} returned {shown}, expected {_short(expected)}",
+    )
 
 
 def _short(value: Any) -> str:

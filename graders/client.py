@@ -57,6 +57,7 @@ STARTUP_TIMEOUT = 180.0
 TAIL = 4096
 __all__ = ["IN_PLACE", "StudentError", "WorkerClient", "WorkerUnavailable"]
 
+
 class WorkerUnavailable(GraderUnavailable):
     """The worker could not be started at all: the grading run cannot go on."""
 
@@ -99,132 +100,81 @@ def _failed(detail: str, hint: str) -> CheckFailed:
     return CheckFailed(detail, hint=hint)
 
 
-class WorkerClient:
-    """A persistent worker for one target package; see the module docstring."""
+class _Process:
+    """One worker process: its pipes, its buffers, its greeting."""
 
-    def __init__(self, target: Path, *, sandbox: bool = False, memory: int = DEFAULT_MEMORY,
-                 startup_timeout: float = STARTUP_TIMEOUT) -> None:
-        self.target = Path(target).resolve()
-        self.sandbox = sandbox
-        self.memory = memory
-        self.startup_timeout = startup_timeout
-        # Read once, before any student code runs: rewriting the file later changes nothing.
-        self._source = Path(protocol.__file__).read_bytes()
-        self._proc: subprocess.Popen | None = None
-        self._workdir: str | None = None
-        self._ready = False
-        self._tail = bytearray()
-        self._buffer = bytearray()
-        self.starts = 0
-        self.imported: set[str] = set()
-        self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
-
-    # -- process management -----------------------------------------------------------------
-
-    def command(self) -> list[str]:
-        base = [
-            sys.executable, "-I", "-c", protocol.BOOTSTRAP,
-            "--memory", str(self.memory),
-            "--target", str(self.target),
-        ]
-        return worker_command(base, self.target, sandbox=self.sandbox)
-
-    def _environment(self, workdir: str) -> dict[str, str]:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": workdir,
-            "TMPDIR": workdir,
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
-        for name in ("GPT2_TIKTOKEN", "TIKTOKEN_CACHE_DIR"):  # where the vocabulary lives
-            if name in os.environ:
-                env[name] = os.environ[name]
-        return env
-
-    def start(self) -> None:
-        """Start a worker without waiting for it (it imports torch meanwhile)."""
-        if self._proc is not None:
-            return
-        self._workdir = tempfile.mkdtemp(prefix="grader-worker-")
+    def __init__(self, command: list[str], source: bytes) -> None:
+        self.workdir = tempfile.mkdtemp(prefix="grader-worker-")
         try:
-            self._proc = subprocess.Popen(
-                self.command(),
+            self.popen = subprocess.Popen(
+                command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=self._workdir,
-                env=self._environment(self._workdir),
+                cwd=self.workdir,
+                env=_environment(self.workdir),
                 start_new_session=True,
                 close_fds=True,
             )
         except OSError as error:
-            self._cleanup()
+            shutil.rmtree(self.workdir, ignore_errors=True)
             raise WorkerUnavailable(f"cannot start the grading worker: {error}") from error
-        for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
             os.set_blocking(stream.fileno(), False)
-        self.starts += 1
-        self._ready = False
-        self._buffer.clear()
-        self._pending = bytearray(protocol.FRAME.pack(len(self._source)) + self._source)
-        self.imported.clear()
+        self.ready = False
+        self.alive = True
+        self.tail = bytearray()
+        self.buffer = bytearray()
+        self.pending = bytearray(protocol.FRAME.pack(len(source)) + source)
 
-    def _await_ready(self) -> None:
-        if self._ready:
+    def kill(self) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        proc = self.popen
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def await_ready(self, timeout: float) -> None:
+        if self.ready:
             return
         try:
-            answer = self._exchange(b"", self.startup_timeout, what="starting the worker")
+            answer = self.exchange(b"", timeout, what="starting the worker")
         except CheckFailed as failure:
             raise WorkerUnavailable(
                 f"the grading worker did not start: {failure.detail}; its output:\n"
-                + self._tail.decode("utf-8", "replace")
+                + self.tail.decode("utf-8", "replace")
             ) from None
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             self.kill()
             raise WorkerUnavailable("the grading worker sent a malformed greeting")
-        self._ready = True
-
-    def kill(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                proc.kill()
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        self._ready = False
-        self._cleanup()
-
-    close = kill
-
-    def _cleanup(self) -> None:
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-
-    # -- one exchange -------------------------------------------------------------------------
+        self.ready = True
 
     def _note_output(self, chunk: bytes) -> None:
-        self._tail += chunk
-        del self._tail[:-TAIL]
+        self.tail += chunk
+        del self.tail[:-TAIL]
 
-    def _exchange(self, payload: bytes, timeout: float, *, what: str) -> Any:
-        """Send one frame (if any), read one answer frame, within ``timeout`` seconds."""
-        proc = self._proc
-        assert proc is not None
+    def exchange(self, payload: bytes, timeout: float, *, what: str) -> Any:
+        """Send one frame (if any), read one answer frame, within ``timeout`` seconds.
+
+        Any failure kills the process and raises CheckFailed with the harness's hint.
+        """
+        proc = self.popen
         if payload:
-            self._pending += protocol.FRAME.pack(len(payload)) + payload
+            self.pending += protocol.FRAME.pack(len(payload)) + payload
         deadline = time.monotonic() + timeout
         printed = 0
         selector = selectors.DefaultSelector()
@@ -233,23 +183,25 @@ class WorkerClient:
         writing = False
         try:
             while True:
-                if self._pending and not writing:
+                if self.pending and not writing:
                     selector.register(proc.stdin, selectors.EVENT_WRITE, "request")
                     writing = True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise self._fail(f"{what} did not finish within {timeout:g} s",
-                                     TIMED_OUT.format(seconds=timeout))
+                    raise self._fail(
+                        f"{what} did not finish within {timeout:g} s",
+                        TIMED_OUT.format(seconds=timeout),
+                    )
                 for key, _ in selector.select(min(remaining, 0.5)):
                     if key.data == "request":
                         try:
-                            sent = os.write(proc.stdin.fileno(), self._pending[: 1 << 16])
+                            sent = os.write(proc.stdin.fileno(), self.pending[: 1 << 16])
                         except BlockingIOError:
                             continue
-                        except (BrokenPipeError, OSError):
+                        except OSError:  # BrokenPipeError: it is gone
                             raise self._died(what) from None
-                        del self._pending[:sent]
-                        if not self._pending:
+                        del self.pending[:sent]
+                        if not self.pending:
                             selector.unregister(proc.stdin)
                             writing = False
                     elif key.data == "output":
@@ -272,7 +224,7 @@ class WorkerClient:
                             continue
                         if not chunk:
                             raise self._died(what)
-                        self._buffer += chunk
+                        self.buffer += chunk
                         answer = self._take_frame(what)
                         if answer is not None:
                             return answer
@@ -281,15 +233,15 @@ class WorkerClient:
 
     def _take_frame(self, what: str) -> Any:
         size = protocol.FRAME.size
-        if len(self._buffer) < size:
+        if len(self.buffer) < size:
             return None
-        length = protocol.FRAME.unpack(self._buffer[:size])[0]
+        length = protocol.FRAME.unpack(self.buffer[:size])[0]
         if length > MAX_ANSWER:
             raise self._fail(f"{what} sent back more than {MAX_ANSWER >> 20} MiB", NOT_PLAIN)
-        if len(self._buffer) < size + length:
+        if len(self.buffer) < size + length:
             return None
-        frame = bytes(self._buffer[size : size + length])
-        del self._buffer[: size + length]
+        frame = bytes(self.buffer[size : size + length])
+        del self.buffer[: size + length]
         try:
             return protocol.decode(frame)
         except Exception:  # noqa: BLE001 - the student may have written to the channel
@@ -300,15 +252,13 @@ class WorkerClient:
         return _failed(detail, hint)
 
     def _died(self, what: str) -> CheckFailed:
-        proc = self._proc
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                code = None
-            while (chunk := _read(proc.stderr)) not in (None, b""):
-                self._note_output(chunk)
+        proc = self.popen
+        try:
+            code: int | None = proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        while (chunk := _read(proc.stderr)) not in (None, b""):
+            self._note_output(chunk)
         if code is None:
             how = "it closed its channel"
         elif code < 0:
@@ -320,26 +270,113 @@ class WorkerClient:
             how = f"it exited with status {code}: sys.exit or os._exit?"
         return self._fail(f"{what}: the worker died ({how})", CRASHED.format(how=how))
 
+
+def _environment(workdir: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    for name in ("GPT2_TIKTOKEN", "TIKTOKEN_CACHE_DIR"):  # where the vocabulary lives
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+class WorkerClient:
+    """A persistent worker for one target package; see the module docstring.
+
+    After the first failure that kills a worker, a spare one is kept warm, so that code which
+    crashes or hangs again and again costs little more than its timeouts.
+    """
+
+    def __init__(
+        self,
+        target: Path,
+        *,
+        sandbox: bool = False,
+        memory: int = DEFAULT_MEMORY,
+        startup_timeout: float = STARTUP_TIMEOUT,
+    ) -> None:
+        self.target = Path(target).resolve()
+        self.sandbox = sandbox
+        self.memory = memory
+        self.startup_timeout = startup_timeout
+        # Read once, before any student code runs: rewriting the file later changes nothing.
+        self._source = Path(protocol.__file__).read_bytes()
+        self._proc: _Process | None = None
+        self._spare: _Process | None = None
+        self.starts = 0  # worker processes started
+        self.failures = 0  # workers lost to a timeout, crash, flood of output or bad answer
+        self.imported: set[str] = set()
+        self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
+
+    def command(self) -> list[str]:
+        base = [
+            sys.executable,
+            "-I",
+            "-c",
+            protocol.BOOTSTRAP,
+            "--memory",
+            str(self.memory),
+            "--target",
+            str(self.target),
+        ]
+        return worker_command(base, self.target, sandbox=self.sandbox)
+
+    def _spawn(self) -> _Process:
+        self.starts += 1
+        return _Process(self.command(), self._source)
+
+    def start(self) -> None:
+        """Have a worker starting (it imports torch meanwhile); no waiting."""
+        if self._proc is None or not self._proc.alive:
+            if self._proc is not None:
+                self.failures += 1
+            self._proc, self._spare = self._spare or self._spawn(), None
+            self.imported.clear()
+            if self.failures:
+                self._spare = self._spawn()
+
+    def _ready(self) -> _Process:
+        self.start()
+        assert self._proc is not None
+        self._proc.await_ready(self.startup_timeout)
+        return self._proc
+
+    def close(self) -> None:
+        for proc in (self._proc, self._spare):
+            if proc is not None:
+                proc.kill()
+        self._proc = self._spare = None
+
+    kill = close
+
     # -- requests ------------------------------------------------------------------------------
 
     def request(self, message: dict, timeout: float, *, what: str) -> dict:
         """One request; harness failures raise CheckFailed, the student's errors StudentError."""
-        self.start()
-        self._await_ready()
-        answer = self._exchange(protocol.encode(message), timeout, what=what)
+        proc = self._ready()
+        answer = proc.exchange(protocol.encode(message), timeout, what=what)
         if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
-            raise self._fail(f"{what}: the worker's answer was malformed", NOT_PLAIN)
+            proc.kill()
+            raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
         return answer
 
     def ensure_module(self, module: str, timeout: float) -> None:
         """Import the student's module once; an import that fails is remembered for the run."""
         if module in self.broken:
             raise self.broken[module]
-        if module in self.imported and self._proc is not None:
+        if module in self.imported and self._proc is not None and self._proc.alive:
             return
         try:
-            answer = self.request({"op": "import", "module": module}, timeout,
-                                  what=f"importing {module}.py")
+            answer = self.request(
+                {"op": "import", "module": module}, timeout, what=f"importing {module}.py"
+            )
         except CheckFailed as failure:
             self.broken[module] = failure
             raise
@@ -353,8 +390,13 @@ class WorkerClient:
         """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after)."""
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
-            {"op": "call", "function": function, "args": args, "kwargs": kwargs,
-             "return_inputs": True},
+            {
+                "op": "call",
+                "function": function,
+                "args": args,
+                "kwargs": kwargs,
+                "return_inputs": True,
+            },
             timeout,
             what=_name(function),
         )
@@ -388,8 +430,10 @@ def unpack(packed: Any, what: str) -> Any:
     kind = packed.get("type") if isinstance(packed.get("type"), str) else "?"
     payload = packed.get("payload")
     if not isinstance(payload, bytes):
-        raise _failed(f"{what} returned a {kind} that cannot be sent back as data "
-                      f"({packed.get('error')})", NOT_PLAIN)
+        raise _failed(
+            f"{what} returned a {kind} that cannot be sent back as data ({packed.get('error')})",
+            NOT_PLAIN,
+        )
     try:
         return protocol.decode(payload)
     except Exception:  # noqa: BLE001 - UnpicklingError and friends: not plain data

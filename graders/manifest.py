@@ -141,9 +141,7 @@ class Manifest:
         for lesson in self.lessons:
             if name in (lesson.slug, lesson.module, str(lesson.number)):
                 return lesson
-        raise KeyError(
-            f"unknown lesson {name!r}; valid lessons: {', '.join(self.slugs)}"
-        )
+        raise KeyError(f"unknown lesson {name!r}; valid lessons: {', '.join(self.slugs)}")
 
     @property
     def slugs(self) -> list[str]:
@@ -161,7 +159,7 @@ class Manifest:
 
 
 def site_url(page: str, section: str | None = None) -> str:
-    """``chapters/01-tokens.md`` + ``bpe`` -> ``chapters/01-tokens/#bpe`` (MkDocs directory URLs)."""
+    """``chapters/01-x.md`` + ``y`` -> ``chapters/01-x/#y`` (MkDocs directory URLs)."""
     stem = page[: -len(".md")] if page.endswith(".md") else page
     if stem == "index" or stem.endswith("/index"):
         stem = stem[: -len("index")].rstrip("/")
@@ -182,8 +180,9 @@ def load_manifest(path: Path | str | None = None) -> Manifest:
     return parse_manifest(data, source=str(path), path=path)
 
 
-def parse_manifest(data: Mapping[str, Any], source: str = "lessons.toml", path: Path | None = None
-                   ) -> Manifest:
+def parse_manifest(
+    data: Mapping[str, Any], source: str = "lessons.toml", path: Path | None = None
+) -> Manifest:
     """Validate parsed TOML and build the manifest; ManifestError says what is wrong, and where."""
     raw_lessons = data.get("lesson")
     if not isinstance(raw_lessons, list) or not raw_lessons:
@@ -208,7 +207,7 @@ def _typed(raw: Mapping[str, Any], required: dict, optional: dict, where: str) -
     unknown = set(raw) - set(required) - set(optional)
     if unknown:
         raise ManifestError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key, kind in required.items():
+    for key in required:
         if key not in raw:
             raise ManifestError(f"{where}: missing {key!r}")
     for key, kind in {**required, **optional}.items():
@@ -217,14 +216,18 @@ def _typed(raw: Mapping[str, Any], required: dict, optional: dict, where: str) -
             if isinstance(value, bool) and kind is not bool:
                 raise ManifestError(f"{where}: {key!r} must be {_kind_name(kind)}, not a boolean")
             if not isinstance(value, kind):
-                raise ManifestError(
-                    f"{where}: {key!r} must be {_kind_name(kind)}, got {value!r}"
-                )
+                raise ManifestError(f"{where}: {key!r} must be {_kind_name(kind)}, got {value!r}")
 
 
 def _kind_name(kind: type | tuple) -> str:
-    names = {int: "an integer", str: "a string", bool: "true or false", list: "an array",
-             dict: "a table", float: "a number"}
+    names = {
+        int: "an integer",
+        str: "a string",
+        bool: "true or false",
+        list: "an array",
+        dict: "a table",
+        float: "a number",
+    }
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
@@ -254,9 +257,7 @@ def _lesson(raw: Any, where: str) -> Lesson:
     raw_checks = raw.get("check", [])
     if not isinstance(raw_checks, list):
         raise ManifestError(f"{where}: 'check' must be an array of tables ([[lesson.check]])")
-    checks = tuple(
-        _check(c, raw, f"{where}, check {i + 1}") for i, c in enumerate(raw_checks)
-    )
+    checks = tuple(_check(c, raw, f"{where}, check {i + 1}") for i, c in enumerate(raw_checks))
     seen: dict[tuple[str, str], str] = {}
     for check in checks:
         for key, hint in check.mistakes.items():

@@ -81,8 +81,17 @@ def sub_ranks(piece: bytes, ranks: dict[bytes, int]) -> dict[bytes, int]:
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 
 
-def gpt2_state(n_layer: int, dim: int, vocab: int, n_ctx: int, seed: int, *, prefix: bool,
-               lm_head: bool, masked_bias: bool = True) -> dict[str, Tensor]:
+def gpt2_state(
+    n_layer: int,
+    dim: int,
+    vocab: int,
+    n_ctx: int,
+    seed: int,
+    *,
+    prefix: bool,
+    lm_head: bool,
+    masked_bias: bool = True,
+) -> dict[str, Tensor]:
     """A Hugging Face GPT-2 state dict in miniature: Conv1D weights as [in, out], mask buffers."""
     g = torch.Generator().manual_seed(seed)
 
@@ -94,13 +103,19 @@ def gpt2_state(n_layer: int, dim: int, vocab: int, n_ctx: int, seed: int, *, pre
     for i in range(n_layer):
         h = f"{p}h.{i}."
         state |= {
-            h + "ln_1.weight": rand(dim), h + "ln_1.bias": rand(dim),
+            h + "ln_1.weight": rand(dim),
+            h + "ln_1.bias": rand(dim),
             h + "attn.bias": torch.tril(torch.ones(n_ctx, n_ctx)).view(1, 1, n_ctx, n_ctx),
-            h + "attn.c_attn.weight": rand(dim, 3 * dim), h + "attn.c_attn.bias": rand(3 * dim),
-            h + "attn.c_proj.weight": rand(dim, dim), h + "attn.c_proj.bias": rand(dim),
-            h + "ln_2.weight": rand(dim), h + "ln_2.bias": rand(dim),
-            h + "mlp.c_fc.weight": rand(dim, 4 * dim), h + "mlp.c_fc.bias": rand(4 * dim),
-            h + "mlp.c_proj.weight": rand(4 * dim, dim), h + "mlp.c_proj.bias": rand(dim),
+            h + "attn.c_attn.weight": rand(dim, 3 * dim),
+            h + "attn.c_attn.bias": rand(3 * dim),
+            h + "attn.c_proj.weight": rand(dim, dim),
+            h + "attn.c_proj.bias": rand(dim),
+            h + "ln_2.weight": rand(dim),
+            h + "ln_2.bias": rand(dim),
+            h + "mlp.c_fc.weight": rand(dim, 4 * dim),
+            h + "mlp.c_fc.bias": rand(4 * dim),
+            h + "mlp.c_proj.weight": rand(4 * dim, dim),
+            h + "mlp.c_proj.bias": rand(dim),
         }
         if masked_bias:
             state[h + "attn.masked_bias"] = torch.tensor(-1e4)
@@ -110,9 +125,16 @@ def gpt2_state(n_layer: int, dim: int, vocab: int, n_ctx: int, seed: int, *, pre
     return state
 
 
-def ours_from_gpt2(hf: dict[str, Tensor], *, transpose: bool = True, transpose_all: bool = False,
-                   add_prefix: bool = True, tie: bool = True, keep_buffers: bool = False,
-                   drop_c_attn_bias: bool = False) -> dict[str, Tensor]:
+def ours_from_gpt2(
+    hf: dict[str, Tensor],
+    *,
+    transpose: bool = True,
+    transpose_all: bool = False,
+    add_prefix: bool = True,
+    tie: bool = True,
+    keep_buffers: bool = False,
+    drop_c_attn_bias: bool = False,
+) -> dict[str, Tensor]:
     """Our model's state dict from ``hf``; the flags give the answers of classic mistakes."""
     ours: dict[str, Tensor] = {}
     for key, value in hf.items():

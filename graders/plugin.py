@@ -30,7 +30,7 @@ from .worker import GENERATOR
 
 
 def seeded(seed: int) -> dict:
-    """An argument that reaches the student's function as ``torch.Generator().manual_seed(seed)``."""
+    """An argument the student's function receives as ``torch.Generator().manual_seed(seed)``."""
     return {GENERATOR: seed}
 
 
@@ -151,8 +151,9 @@ class GradingPlugin:
             self.errors.append(f"cannot load grader {report.nodeid}:\n{report.longreprtext}")
 
     @pytest.hookimpl
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         keep: list[pytest.Item] = []
         deselected: list[pytest.Item] = []
         for item in items:
@@ -241,8 +242,10 @@ class GradingPlugin:
         if error is None:
             return check.hint, "the check failed"
         message = str(error).splitlines()[0] if str(error) else ""
-        return check.hint, f"the grader could not judge the answer ({type(error).__name__}: " \
-                           f"{message[:300]})"
+        return (
+            check.hint,
+            f"the grader could not judge the answer ({type(error).__name__}: {message[:300]})",
+        )
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -30,8 +30,15 @@ NOT_GRADED = "not graded"
 
 
 class Report:
-    def __init__(self, target: Path, hidden: bool, lessons: Sequence[tuple[Lesson, Sequence[Check]]],
-                 json_path: Path | None, *, reveal_hidden: bool = False) -> None:
+    def __init__(
+        self,
+        target: Path,
+        hidden: bool,
+        lessons: Sequence[tuple[Lesson, Sequence[Check]]],
+        json_path: Path | None,
+        *,
+        reveal_hidden: bool = False,
+    ) -> None:
         self.json_path = json_path
         self.reveal_hidden = reveal_hidden
         self._checks: dict[str, dict[str, Any]] = {}
@@ -154,10 +161,14 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
         note.append(f"\n      see course/{check['link']}", "cyan")
         console.print(note)
     for function, check in stubs.items():
-        console.print(Text.assemble(
-            ("  ✗ ", "red"), (function, "bold"), (": not implemented yet", "yellow"),
-            (f"; see course/{check['link']}", "cyan"),
-        ))
+        console.print(
+            Text.assemble(
+                ("  ✗ ", "red"),
+                (function, "bold"),
+                (": not implemented yet", "yellow"),
+                (f"; see course/{check['link']}", "cyan"),
+            )
+        )
     console.print()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from .client import WorkerClient
 from .manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_manifest
@@ -49,8 +50,11 @@ def check_target(target: Path, lessons: Iterable[Lesson]) -> Path:
     target = Path(target).expanduser().resolve()
     if not target.is_dir():
         raise GradingError(f"--target {target} is not a directory")
-    missing = [f"{lesson.module}.py" for lesson in lessons
-               if not (target / f"{lesson.module}.py").is_file()]
+    missing = [
+        f"{lesson.module}.py"
+        for lesson in lessons
+        if not (target / f"{lesson.module}.py").is_file()
+    ]
     if missing:
         raise GradingError(
             f"--target {target} does not hold the exercise modules: missing {', '.join(missing)}"
@@ -125,8 +129,9 @@ def grade(
     wanted = set(functions) if functions is not None else None
     selected: list[tuple[Lesson, list[Check]]] = []
     for lesson in chosen:
-        checks = [c for c in lesson.selected_checks(hidden)
-                  if wanted is None or c.function in wanted]
+        checks = [
+            c for c in lesson.selected_checks(hidden) if wanted is None or c.function in wanted
+        ]
         if checks:
             selected.append((lesson, checks))
     if not selected:
@@ -146,16 +151,25 @@ def grade(
     )
     args = [
         *map(str, files),
-        "-c", os.devnull,  # none of the project's pytest settings
-        "--rootdir", str(GRADERS),
-        "-p", "no:cacheprovider",
-        "-p", "no:terminal",  # failures would print hidden inputs; the report says enough
+        "-c",
+        os.devnull,  # none of the project's pytest settings
+        "--rootdir",
+        str(GRADERS),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:unraisableexception",  # its full garbage collection costs a second with torch
+        "-p",
+        "no:terminal",  # failures would print hidden inputs; the report says enough
         "--assert=plain",
     ]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: extra threads only spin, on a busy machine badly
     try:
         with _no_pytest_environment():
             code = pytest.main(args, plugins=[plugin])
     finally:
+        torch.set_num_threads(threads)
         client.close()
     if plugin.errors:
         raise GradingError("\n".join(plugin.errors))

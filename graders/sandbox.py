@@ -125,28 +125,40 @@ _copies: list[str] = []
 _uids = itertools.count()
 
 
-def _sandbox_command(base_cmd: list[str], target: Path, limits: SandboxLimits = LIMITS
-                     ) -> list[str]:
+def _sandbox_command(
+    base_cmd: list[str], target: Path, limits: SandboxLimits = LIMITS
+) -> list[str]:
     """``base_cmd`` wrapped in bubblewrap, setpriv (when root) and prlimit; see the docstring
     of :func:`worker_command` for what that enforces."""
-    tools = {name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
-             for name in ("bwrap", "prlimit", "setpriv")}
+    tools = {
+        name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+        for name in ("bwrap", "prlimit", "setpriv")
+    }
     missing = [name for name in ("bwrap", "prlimit") if not tools[name]]
     root = os.geteuid() == 0
     if root and not tools["setpriv"]:
         missing.append("setpriv")
     if missing:
         raise SandboxUnavailable(
-            f"the grading sandbox needs {', '.join(missing)}: "
-            "apt-get install bubblewrap util-linux"
+            f"the grading sandbox needs {', '.join(missing)}: apt-get install bubblewrap util-linux"
         )
     prefix = _bwrap_prefix(tools["bwrap"], root, limits)
     if root:
         # As root the kernel ignores RLIMIT_NPROC; run the student's code as a user of its own
         # (unique per sandbox, so that two sandboxes never share a process count).
         uid = str(100_000 + ((os.getpid() << 6) | (next(_uids) & 63)) % 2_000_000_000)
-        drop = [tools["setpriv"], "--reuid", uid, "--regid", uid, "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        drop = [
+            tools["setpriv"],
+            "--reuid",
+            uid,
+            "--regid",
+            uid,
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
     else:
         drop = []
     _probe(prefix, drop, tools["prlimit"])
@@ -183,14 +195,22 @@ def _option(command: list[str], name: str) -> int | None:
 
 def _bwrap_prefix(bwrap: str, root: bool, limits: SandboxLimits) -> list[str]:
     """bwrap and every mount except the target: system, Python, scratch, /proc, /dev."""
-    args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-            "--hostname", "grading"]
+    args = [
+        bwrap,
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "grading",
+    ]
     if root:
         # Privileged bwrap (no user namespace: the kernel would map the sandbox's user to
         # root again); setpriv needs these three to switch to the sandbox's own user.
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                 "--cap-add", "CAP_SETPCAP"]
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     else:
         args += ["--unshare-user"]
     for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -210,10 +230,29 @@ def _bwrap_prefix(bwrap: str, root: bool, limits: SandboxLimits) -> list[str]:
         if value and os.path.exists(value) and not _covered(os.path.realpath(value)):
             path = os.path.realpath(value)
             args += _parents(path, made) + ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.scratch), "--tmpfs", "/tmp",
-             "--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "PATH", "/usr/bin:/bin"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.scratch),
+        "--tmpfs",
+        "/tmp",
+        "--chdir",
+        "/tmp",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+    ]
     return args
 
 
@@ -231,22 +270,31 @@ def _parents(path: str, made: set[str]) -> list[str]:
 
 def _python_paths() -> list[str]:
     """The interpreter's installation and virtualenv (stdlib, site-packages), nothing else."""
-    paths = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix,
-                                            sys.prefix, sys.exec_prefix)}
+    paths = {
+        os.path.realpath(p)
+        for p in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix)
+    }
     paths.add(os.path.dirname(os.path.realpath(sys.executable)))
     for entry in site.getsitepackages():
         paths.add(os.path.realpath(entry))
     paths = {p for p in paths if os.path.isdir(p) and p != "/"}
     # Keep the outermost of nested paths; /usr is already there.
-    kept = sorted(p for p in paths
-                  if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)
-                  and not p.startswith("/usr/") and p != "/usr")
+    kept = sorted(
+        p
+        for p in paths
+        if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)
+        and not p.startswith("/usr/")
+        and p != "/usr"
+    )
     return kept
 
 
 def _covered(path: str) -> bool:
-    return path == "/usr" or path.startswith("/usr/") or any(
-        path == p or path.startswith(p + "/") for p in _python_paths())
+    return (
+        path == "/usr"
+        or path.startswith("/usr/")
+        or any(path == p or path.startswith(p + "/") for p in _python_paths())
+    )
 
 
 def _hidden_packages() -> list[str]:
@@ -275,8 +323,9 @@ def _private_copy(target: Path, limits: SandboxLimits) -> str:
     for folder, dirs, files in os.walk(target, followlinks=False):
         rel = os.path.relpath(folder, target)
         dest = os.path.normpath(os.path.join(root, rel))
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__"
-                         and not os.path.islink(os.path.join(folder, d)))
+        dirs[:] = sorted(
+            d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(folder, d))
+        )
         for d in dirs:
             os.mkdir(os.path.join(dest, d), 0o755)
         for name in sorted(files):
@@ -311,10 +360,17 @@ def _probe(prefix: list[str], drop: list[str], prlimit: str) -> None:
         try:
             result = subprocess.run(
                 [*prefix, "--", *drop, prlimit, "--nproc=8", "--", "/bin/true"],
-                stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
             )
-            _probed[key] = None if result.returncode == 0 else (
-                result.stderr.decode("utf-8", "replace").strip() or f"exit {result.returncode}")
+            _probed[key] = (
+                None
+                if result.returncode == 0
+                else (
+                    result.stderr.decode("utf-8", "replace").strip() or f"exit {result.returncode}"
+                )
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
             _probed[key] = str(error)
     if _probed[key] is not None:

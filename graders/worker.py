@@ -125,7 +125,9 @@ def split_pieces(text: str) -> list[str]:
 def bpe_merge(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     parts = [bytes([b]) for b in piece]
     while True:
-        pairs = [(ranks.get(a + b), i) for i, (a, b) in enumerate(zip(parts, parts[1:]))]
+        pairs = [
+            (ranks.get(a + b), i) for i, (a, b) in enumerate(zip(parts, parts[1:], strict=False))
+        ]
         ranked = [(rank, i) for rank, i in pairs if rank is not None]
         if not ranked:
             return [ranks[part] for part in parts]
@@ -280,8 +282,9 @@ def _batches(batches: list) -> list[tuple[Tensor, Tensor]]:
     return [(x, y) for x, y in batches]
 
 
-def scenario_token_windows(cls: Any, ids: Any, context_length: int, stride: int,
-                           limit: int = 64) -> dict:
+def scenario_token_windows(
+    cls: Any, ids: Any, context_length: int, stride: int, limit: int = 64
+) -> dict:
     dataset = cls(ids, context_length, stride)
     n = len(dataset)
     return {
@@ -291,8 +294,15 @@ def scenario_token_windows(cls: Any, ids: Any, context_length: int, stride: int,
     }
 
 
-def scenario_make_loader(fn: Callable, ids: Any, batch_size: int, context_length: int,
-                         stride: int, epochs: int = 1, **options: Any) -> dict:
+def scenario_make_loader(
+    fn: Callable,
+    ids: Any,
+    batch_size: int,
+    context_length: int,
+    stride: int,
+    epochs: int = 1,
+    **options: Any,
+) -> dict:
     loader = fn(ids, batch_size, context_length, stride, **options)
     return {
         "is_loader": isinstance(loader, DataLoader),
@@ -300,8 +310,9 @@ def scenario_make_loader(fn: Callable, ids: Any, batch_size: int, context_length
     }
 
 
-def scenario_train_step(fn: Callable, model: dict, optimizer: dict, steps: list[dict],
-                        start_training: bool = False) -> dict:
+def scenario_train_step(
+    fn: Callable, model: dict, optimizer: dict, steps: list[dict], start_training: bool = False
+) -> dict:
     net = ToyLM(**model)
     opt = make_optimizer(net, **optimizer)
     net.train(start_training)
@@ -318,8 +329,9 @@ def scenario_train_step(fn: Callable, model: dict, optimizer: dict, steps: list[
     }
 
 
-def scenario_evaluate(fn: Callable, model: dict, batches: list, start_training: bool = True,
-                      one_shot: bool = False) -> dict:
+def scenario_evaluate(
+    fn: Callable, model: dict, batches: list, start_training: bool = True, one_shot: bool = False
+) -> dict:
     net = ToyLM(**model)
     net.train(start_training)
     before = _params(net)
@@ -329,14 +341,23 @@ def scenario_evaluate(fn: Callable, model: dict, batches: list, start_training: 
         "loss": loss,
         "training_after": net.training,
         "records": net.records,
-        "changed": any(not torch.equal(a, b) for a, b in zip(before, _params(net))),
+        "changed": any(not torch.equal(a, b) for a, b in zip(before, _params(net), strict=True)),
         "grads": [p.grad is not None for p in net.parameters()],
     }
 
 
-def scenario_fit(fn: Callable, model: dict, optimizer: dict, train: dict, steps: int,
-                 grad_accum: int, lr_base: float, lr_decay: float,
-                 eval_batches: list | None = None, eval_every: int | None = None) -> dict:
+def scenario_fit(
+    fn: Callable,
+    model: dict,
+    optimizer: dict,
+    train: dict,
+    steps: int,
+    grad_accum: int,
+    lr_base: float,
+    lr_decay: float,
+    eval_batches: list | None = None,
+    eval_every: int | None = None,
+) -> dict:
     net = ToyLM(**model)
     opt = make_optimizer(net, **optimizer)
     seen: list[list[float]] = []
@@ -368,8 +389,15 @@ def scenario_fit(fn: Callable, model: dict, optimizer: dict, train: dict, steps:
     return {"history": history, "step_lrs": seen, "params": _params(net)}
 
 
-def scenario_generate(fn: Callable, model: dict, ids: Tensor, max_new_tokens: int,
-                      context_length: int, seed: int | None = None, **options: Any) -> dict:
+def scenario_generate(
+    fn: Callable,
+    model: dict,
+    ids: Tensor,
+    max_new_tokens: int,
+    context_length: int,
+    seed: int | None = None,
+    **options: Any,
+) -> dict:
     net = ToyLM(**model)
     net.eval()
     generator = None if seed is None else torch.Generator().manual_seed(seed)
@@ -618,6 +646,8 @@ def main(argv: list[str]) -> None:
     faulthandler.enable(sys.stderr)
     sys.dont_write_bytecode = True
     torch.set_num_threads(1)
+    # Building any optimizer imports torch._dynamo (seconds); do it while the checker collects.
+    importlib.import_module("torch._dynamo")
     worker = Worker(args.target)
     write_frame(answers, encode({"ok": True, "pid": os.getpid()}))
     while True:
@@ -637,4 +667,3 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":  # pragma: no cover - started through BOOTSTRAP instead
     main(sys.argv[1:])
-

@@ -168,6 +168,5 @@ class SyncOnLastMicroBatch(nn.Module):
 
 def micro_batches(model: nn.Module, n: int) -> contextlib.AbstractContextManager:
     """``model.micro_batches(n)`` for a ``SyncOnLastMicroBatch``; nothing for a plain model."""
-    if isinstance(model, SyncOnLastMicroBatch):
-        return model.micro_batches(n)
-    return contextlib.nullcontext()
+    expect = getattr(model, "micro_batches", None)
+    return expect(n) if expect is not None else contextlib.nullcontext()

@@ -25,9 +25,12 @@ so and how to point at a local copy: a path, or the ``GPT2_WEIGHTS_DIR`` environ
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -256,7 +259,8 @@ def _download(text: str, repo: str, filename: str, revision: str | None, cache_d
     )
 
     try:
-        return Path(hf_hub_download(repo, filename, revision=revision, cache_dir=cache_dir))
+        with _quiet_hub_logs():  # its retry warnings would bury the one line that matters
+            return Path(hf_hub_download(repo, filename, revision=revision, cache_dir=cache_dir))
     except GatedRepoError:
         raise HubError(f"{repo} is gated on the Hugging Face Hub; log in (hf auth login)") from None
     except RepositoryNotFoundError:
@@ -275,6 +279,18 @@ def _download(text: str, repo: str, filename: str, revision: str | None, cache_d
         raise HubError(_unreachable(text, repo, error)) from None
     except Exception as error:  # offline, no network, DNS, proxy, HTTP 5xx, a broken download
         raise HubError(_unreachable(text, repo, error)) from None
+
+
+@contextlib.contextmanager
+def _quiet_hub_logs() -> Iterator[None]:
+    """Silence huggingface_hub's warnings (download progress bars are not logs: they stay)."""
+    logger = logging.getLogger("huggingface_hub")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _offline(error: BaseException) -> bool:

@@ -7,8 +7,11 @@ the same numbers up to float rounding.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -69,21 +72,27 @@ def _metrics(out: Path) -> list[dict]:
 
 
 def _assert_same_run(got: list[dict], want: list[dict]) -> None:
+    """Same steps, learning rates and losses; evaluations agree where both ran one."""
     assert [r["step"] for r in got] == [r["step"] for r in want]
     for mine, theirs in zip(got, want, strict=True):
         assert mine["lr"] == theirs["lr"]
         assert mine["loss"] == pytest.approx(theirs["loss"], rel=RTOL)
-        assert ("eval_loss" in mine) == ("eval_loss" in theirs)
-        if "eval_loss" in theirs:
+        if "eval_loss" in mine and "eval_loss" in theirs:
             assert mine["eval_loss"] == pytest.approx(theirs["eval_loss"], rel=RTOL)
+    assert got[-1]["eval_loss"] == pytest.approx(want[-1]["eval_loss"], rel=RTOL)
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conftest import _sentences
-
+    """About 2,000 GPT-2 tokens of made-up sentences."""
+    rng = random.Random(1)
+    words = "the a cat dog river kite clock door tide watches follows remembers ignores".split()
+    text = " ".join(
+        " ".join(rng.choice(words) for _ in range(rng.randint(4, 9))).capitalize() + "."
+        for _ in range(300)
+    )
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    path.write_text(_sentences(1, 300))
+    path.write_text(text)
     return path
 
 
@@ -125,9 +134,50 @@ def test_a_batch_that_does_not_split_over_the_processes_is_one_clear_line(
 
     monkeypatch.setenv("WORLD_SIZE", "3")
     monkeypatch.setenv("RANK", "0")
-    cfg = train.TrainConfig(preset="micro", corpus=str(corpus), out=str(tmp_path), batch_size=4)
+    cfg = train.TrainConfig(
+        preset="micro", corpus=str(corpus), out=str(tmp_path), batch_size=4, context_length=32
+    )
     with pytest.raises(train.UsageError, match="--batch-size 4 does not split evenly over 3"):
         train.run(cfg, quiet=True)
+
+
+def test_each_rank_trains_on_its_own_rows_of_every_batch(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """train.run as rank 0 and rank 1 of 2 (no process group: the collectives are stubbed)."""
+    from solutions import train
+
+    seen: dict[str, list[torch.Tensor]] = {}
+
+    def recording_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+        seen[who].extend(x.clone() for x, _ in micro_batches)
+        return 1.0
+
+    monkeypatch.setattr(training, "train_step", recording_step)
+    monkeypatch.setattr(
+        distributed, "process_group", lambda world, device: contextlib.nullcontext()
+    )
+    monkeypatch.setattr(distributed, "SyncOnLastMicroBatch", lambda model, device: model)
+    monkeypatch.setattr(distributed, "mean", lambda value, world, device: value)
+    monkeypatch.setattr(distributed, "gather", lambda value, world: [value] * world.size)
+    cfg = train.TrainConfig(
+        preset="micro", corpus=str(corpus), steps=2, warmup_steps=1, batch_size=4,
+        grad_accum=2, context_length=16, stride=16, eval_batches=1, sample_tokens=1,
+    )  # fmt: skip
+    for who in ("single", "0", "1"):
+        seen[who] = []
+        if who == "single":
+            monkeypatch.delenv("WORLD_SIZE", raising=False)
+        else:
+            monkeypatch.setenv("WORLD_SIZE", "2")
+            monkeypatch.setenv("RANK", who)
+        report = train.run(dataclasses.replace(cfg, out=str(tmp_path / who)), quiet=True)
+        assert bool(report) == (who != "1")  # rank 1 reports nothing ...
+    assert not (tmp_path / "1").exists()  # ... and writes nothing
+    assert len(seen["single"]) == 4  # 2 steps x 2 micro-batches of 4 rows
+    for whole, first, second in zip(seen["single"], seen["0"], seen["1"], strict=True):
+        assert whole.shape[0] == 4 and first.shape[0] == second.shape[0] == 2
+        assert torch.equal(torch.cat([first, second]), whole)
 
 
 def test_shards_cover_the_global_batch_once() -> None:

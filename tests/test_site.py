@@ -341,6 +341,30 @@ def test_every_chapter_renders_with_working_exercise_links(browser: Browser) -> 
     browser.assert_clean()
 
 
+def test_instant_navigation_and_screenshots(browser: Browser) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.open("")
+    page.screenshot(path=str(SCREENSHOTS / "home.png"), full_page=True)
+    first = LESSONS[0]
+    page.locator(f".learning-path a[href$='{page_dir(first['page'])}/']").first.click()
+    page.wait_for_url(f"**/{page_dir(first['page'])}/")
+    page.locator("article .admonition.exercise").wait_for(state="visible")
+    assert first["title"] in page.locator("article h1").first.inner_text()
+    page.screenshot(path=str(SCREENSHOTS / "chapter.png"), full_page=False)
+    page.close()
+    browser.assert_clean()
+
+
+def test_no_console_errors_on_any_page(site: Path, browser: Browser) -> None:
+    pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
+    assert len(pages) >= len(LESSONS) + 3
+    for path in pages:
+        page = browser.open("" if path == "." else path + "/")
+        page.wait_for_load_state("networkidle")
+        page.close()
+    browser.assert_clean()
+
+
 def test_glossary_tooltip_shows_on_hover(browser: Browser) -> None:
     page = browser.open(page_dir(LESSONS[0]["page"]) + "/")
     term = page.locator("article > p abbr").first
@@ -388,23 +412,9 @@ def test_search_finds_a_glossary_term(browser: Browser) -> None:
     page = browser.open("")
     page.locator("label.md-search__icon, .md-search__input").first.click()
     box = page.locator("input.md-search__input")
-    box.fill("perplexity")
+    box.press_sequentially("perplexity", delay=30)  # real key presses: search listens to keyup
     result = page.locator(".md-search-result__item a[href*='glossary']").first
     result.wait_for(state="attached")
     assert page.locator(".md-search-result__item").count() >= 1
-    page.close()
-    browser.assert_clean()
-
-
-def test_instant_navigation_and_screenshots(browser: Browser) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.open("")
-    page.screenshot(path=str(SCREENSHOTS / "home.png"), full_page=True)
-    first = LESSONS[0]
-    page.locator(f".learning-path a[href$='{page_dir(first['page'])}/']").first.click()
-    page.wait_for_url(f"**/{page_dir(first['page'])}/")
-    page.locator("article .admonition.exercise").wait_for(state="visible")
-    assert first["title"] in page.locator("article h1").first.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "chapter.png"), full_page=False)
     page.close()
     browser.assert_clean()

@@ -20,9 +20,16 @@ def test_causal_mask_random(student, T):
 
 @pytest.mark.check("attention-random")
 @hidden_settings
-@given(seed=st.integers(0, 2**31), lead=st.lists(st.integers(1, 3), max_size=2),
-       T=st.integers(1, 7), Tk=st.integers(1, 7), D=st.integers(1, 9), Dv=st.integers(1, 5),
-       masked=st.booleans(), dtype=st.sampled_from([torch.float32, torch.float64]))
+@given(
+    seed=st.integers(0, 2**31),
+    lead=st.lists(st.integers(1, 3), max_size=2),
+    T=st.integers(1, 7),
+    Tk=st.integers(1, 7),
+    D=st.integers(1, 9),
+    Dv=st.integers(1, 5),
+    masked=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
 def test_attention_random(student, seed, lead, T, Tk, D, Dv, masked, dtype):
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(*lead, T, D, generator=g, dtype=dtype)

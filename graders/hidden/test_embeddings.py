@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.checking import expect_close, hidden_settings, fail
-from graders.public.test_embeddings import check_nearest
+from graders.checking import expect_close, fail, hidden_settings
+from graders.public.test_embeddings import check_add, check_nearest
 
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
 dtypes = st.sampled_from([torch.float32, torch.float64, torch.bfloat16])
@@ -21,8 +21,13 @@ def _random(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch
 
 @pytest.mark.check("lookup-random")
 @hidden_settings
-@given(seed=st.integers(0, 2**31), V=st.integers(1, 30), C=st.integers(1, 6), shape=shapes,
-       dtype=dtypes)
+@given(
+    seed=st.integers(0, 2**31),
+    V=st.integers(1, 30),
+    C=st.integers(1, 6),
+    shape=shapes,
+    dtype=dtypes,
+)
 def test_lookup_random(student, seed, V, C, shape, dtype):
     table = _random(seed, V, C, dtype=dtype)
     ids = torch.randint(0, V, shape, generator=torch.Generator().manual_seed(seed + 1))
@@ -31,28 +36,42 @@ def test_lookup_random(student, seed, V, C, shape, dtype):
 
 @pytest.mark.check("one-hot-random")
 @hidden_settings
-@given(seed=st.integers(0, 2**31), V=st.integers(1, 30), C=st.integers(1, 6), shape=shapes,
-       dtype=st.sampled_from([torch.float32, torch.float64]))
+@given(
+    seed=st.integers(0, 2**31),
+    V=st.integers(1, 30),
+    C=st.integers(1, 6),
+    shape=shapes,
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
 def test_one_hot_random(student, seed, V, C, shape, dtype):
     table = _random(seed, V, C, dtype=dtype)
     ids = torch.randint(0, V, shape, generator=torch.Generator().manual_seed(seed + 1))
-    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
-                 "one_hot_lookup")
+    expect_close(
+        student.call("one_hot_lookup", table, ids), F.embedding(ids, table), "one_hot_lookup"
+    )
 
 
 @pytest.mark.check("add-positions-random")
 @hidden_settings
-@given(seed=st.integers(0, 2**31), B=st.integers(1, 3), T=st.integers(1, 9),
-       L=st.integers(1, 9), C=st.integers(1, 5))
+@given(
+    seed=st.integers(0, 2**31),
+    B=st.integers(1, 3),
+    T=st.integers(1, 9),
+    L=st.integers(1, 9),
+    C=st.integers(1, 5),
+)
 def test_add_positions_random(student, seed, B, T, L, C):
     vectors, pos = _random(seed, B, T, C), _random(seed + 1, L, C)
     if T > L:
         error = student.error("add_positions", vectors, pos)
-        if not error.is_a("ValueError") or str(T) not in error.message \
-                or str(L) not in error.message:
+        if (
+            not error.is_a("ValueError")
+            or str(T) not in error.message
+            or str(L) not in error.message
+        ):
             fail("add_positions with T > L must raise ValueError naming T and L")
         return
-    expect_close(student.call("add_positions", vectors, pos), vectors + pos[:T], "add_positions")
+    check_add(student, vectors, pos, "add_positions")
 
 
 @pytest.mark.check("nearest-random")

@@ -26,8 +26,11 @@ def _case(seed: int, N: int, V: int, ignored: float, scale: float):
 
 @pytest.mark.check("ce-all-ignored")
 def test_ce_all_ignored(student):
-    result = as_tensor(student.call("cross_entropy", torch.randn(3, 5), torch.full((3,), -100)),
-                       "cross_entropy with every target ignored", kind="float")
+    result = as_tensor(
+        student.call("cross_entropy", torch.randn(3, 5), torch.full((3,), -100)),
+        "cross_entropy with every target ignored",
+        kind="float",
+    )
     if result.shape != () or not math.isnan(result.item()):
         fail(f"cross_entropy with every target ignored gave {result}, expected nan")
 
@@ -42,14 +45,24 @@ def test_ce_gradient(student):
     grads = got["grads"] if isinstance(got, dict) else None
     if not isinstance(grads, list) or len(grads) != 1 or grads[0] is None:
         fail("no gradient reached the logits")
-    expect_close(grads[0], leaf.grad, "the gradient of cross_entropy with respect to the logits",
-                 rtol=1e-4, atol=1e-6)
+    expect_close(
+        grads[0],
+        leaf.grad,
+        "the gradient of cross_entropy with respect to the logits",
+        rtol=1e-4,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.check("ce-random")
 @hidden_settings
-@given(seed=seeds, N=st.integers(1, 12), V=st.integers(1, 12), ignored=st.floats(0, 0.7),
-       scale=st.sampled_from([1.0, 30.0, 1e4]))
+@given(
+    seed=seeds,
+    N=st.integers(1, 12),
+    V=st.integers(1, 12),
+    ignored=st.floats(0, 0.7),
+    scale=st.sampled_from([1.0, 30.0, 1e4]),
+)
 def test_ce_random(student, seed, N, V, ignored, scale):
     logits, targets = _case(seed, N, V, ignored, scale)
     targets[0] = 0  # at least one target counts
@@ -58,8 +71,9 @@ def test_ce_random(student, seed, N, V, ignored, scale):
 
 @pytest.mark.check("lm-loss-random")
 @hidden_settings
-@given(seed=seeds, B=st.integers(1, 3), T=st.integers(2, 8), V=st.integers(2, 10),
-       pad=st.booleans())
+@given(
+    seed=seeds, B=st.integers(1, 3), T=st.integers(2, 8), V=st.integers(2, 10), pad=st.booleans()
+)
 def test_lm_loss_random(student, seed, B, T, V, pad):
     g = torch.Generator().manual_seed(seed)
     logits = torch.randn(B, T, V, generator=g)
@@ -75,14 +89,20 @@ def test_lm_loss_random(student, seed, B, T, V, pad):
 @hidden_settings
 @given(loss=st.floats(0, 20), tensor=st.booleans())
 def test_perplexity_random(student, loss, tensor):
-    check_perplexity(student, torch.tensor(loss, dtype=torch.float64) if tensor else loss,
-                     "perplexity")
+    check_perplexity(
+        student, torch.tensor(loss, dtype=torch.float64) if tensor else loss, "perplexity"
+    )
 
 
 @pytest.mark.check("pad-targets-random")
 @hidden_settings
-@given(seed=seeds, B=st.integers(1, 3), T=st.integers(1, 9), pad_id=st.integers(0, 5),
-       ignore_index=st.sampled_from([-100, -1]))
+@given(
+    seed=seeds,
+    B=st.integers(1, 3),
+    T=st.integers(1, 9),
+    pad_id=st.integers(0, 5),
+    ignore_index=st.sampled_from([-100, -1]),
+)
 def test_pad_targets_random(student, seed, B, T, pad_id, ignore_index):
     targets = torch.randint(0, 6, (B, T), generator=torch.Generator().manual_seed(seed))
     check_pad(student, targets, pad_id, "pad_targets", ignore_index=ignore_index)

@@ -8,8 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graders.checking import hidden_settings
-from graders.public.test_packing import check_mask, check_pack, check_positions, check_targets, \
-    pack_oracle
+from graders.public.test_packing import (
+    check_mask,
+    check_pack,
+    check_positions,
+    check_targets,
+    pack_oracle,
+)
 
 documents = st.lists(st.lists(st.integers(1, 50256), max_size=9), min_size=1, max_size=8)
 

@@ -7,42 +7,86 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graders.checking import as_bool, fail, hidden_settings
-from graders.public.test_training import check_eval_loss, check_fit, check_params, \
-    check_schedule, eval_config, fit_config, run_step, step_config, STEP_MISTAKES
+from graders.public.test_training import (
+    STEP_MISTAKES,
+    check_eval_loss,
+    check_fit,
+    check_params,
+    check_schedule,
+    eval_config,
+    fit_config,
+    run_step,
+    step_config,
+)
 
 
 @pytest.mark.check("lr-no-warmup")
 def test_lr_no_warmup(student):
-    check_schedule(student, [0, 1, 5, 10, 11], "lr_at(step, warmup_steps=0, max_steps=10)",
-                   max_lr=1.0, min_lr=0.1, warmup_steps=0, max_steps=10)
+    check_schedule(
+        student,
+        [0, 1, 5, 10, 11],
+        "lr_at(step, warmup_steps=0, max_steps=10)",
+        max_lr=1.0,
+        min_lr=0.1,
+        warmup_steps=0,
+        max_steps=10,
+    )
 
 
 @pytest.mark.check("lr-random")
 @hidden_settings
-@given(max_lr=st.floats(1e-5, 1.0), ratio=st.floats(0, 1), warmup=st.integers(0, 50),
-       extra=st.integers(1, 200), data=st.data())
+@given(
+    max_lr=st.floats(1e-5, 1.0),
+    ratio=st.floats(0, 1),
+    warmup=st.integers(0, 50),
+    extra=st.integers(1, 200),
+    data=st.data(),
+)
 def test_lr_random(student, max_lr, ratio, warmup, extra, data):
     max_steps = warmup + extra
     steps = data.draw(st.lists(st.integers(0, max_steps + 20), min_size=1, max_size=6))
-    check_schedule(student, steps, "lr_at", max_lr=max_lr, min_lr=max_lr * ratio,
-                   warmup_steps=warmup, max_steps=max_steps)
+    check_schedule(
+        student,
+        steps,
+        "lr_at",
+        max_lr=max_lr,
+        min_lr=max_lr * ratio,
+        warmup_steps=warmup,
+        max_steps=max_steps,
+    )
 
 
 @pytest.mark.check("train-step-adamw")
 @hidden_settings
-@given(seed=st.integers(0, 10_000), n_micro=st.integers(1, 4), B=st.integers(1, 3),
-       T=st.integers(1, 6), clip=st.sampled_from([1e9, 1.0, 0.01]), steps=st.integers(1, 2))
+@given(
+    seed=st.integers(0, 10_000),
+    n_micro=st.integers(1, 4),
+    B=st.integers(1, 3),
+    T=st.integers(1, 6),
+    clip=st.sampled_from([1e9, 1.0, 0.01]),
+    steps=st.integers(1, 2),
+)
 def test_train_step_adamw(student, seed, n_micro, B, T, clip, steps):
-    config = step_config(seed, n_micro, steps=steps, max_grad_norm=clip, optimizer="adamw",
-                         lr=0.01, start_training=seed % 2 == 0, B=B, T=T)
+    config = step_config(
+        seed,
+        n_micro,
+        steps=steps,
+        max_grad_norm=clip,
+        optimizer="adamw",
+        lr=0.01,
+        start_training=seed % 2 == 0,
+        B=B,
+        T=T,
+    )
     check_params(run_step(student, config), config, "train_step with AdamW", STEP_MISTAKES)
 
 
 @pytest.mark.check("train-step-ignore-index")
 def test_train_step_ignore_index(student):
     config = step_config(6, 3, ignore=0.4)
-    check_params(run_step(student, config), config, "train_step with ignored targets",
-                 STEP_MISTAKES)
+    check_params(
+        run_step(student, config), config, "train_step with ignored targets", STEP_MISTAKES
+    )
 
 
 @pytest.mark.check("evaluate-one-pass")
@@ -77,10 +121,21 @@ def test_fit_reshuffles(student):
 
 @pytest.mark.check("fit-random")
 @hidden_settings
-@given(seed=st.integers(0, 10_000), steps=st.integers(1, 5), grad_accum=st.integers(1, 3),
-       n_batches=st.integers(1, 4), eval_every=st.one_of(st.none(), st.integers(1, 3)),
-       with_eval=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    steps=st.integers(1, 5),
+    grad_accum=st.integers(1, 3),
+    n_batches=st.integers(1, 4),
+    eval_every=st.one_of(st.none(), st.integers(1, 3)),
+    with_eval=st.booleans(),
+)
 def test_fit_random(student, seed, steps, grad_accum, n_batches, eval_every, with_eval):
-    config = fit_config(seed, steps=steps, grad_accum=grad_accum, n_batches=n_batches,
-                        eval_every=eval_every, with_eval=with_eval)
+    config = fit_config(
+        seed,
+        steps=steps,
+        grad_accum=grad_accum,
+        n_batches=n_batches,
+        eval_every=eval_every,
+        with_eval=with_eval,
+    )
     check_fit(student, config, "fit", "history", ())

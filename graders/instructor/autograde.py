@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,7 @@ from .course import PACKAGE, Course, api
 from .notebook import fingerprint, student_files
 
 DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
+ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
 
 
 @dataclass
@@ -83,9 +83,16 @@ def sanitize_submission(course: Course, student: str, lesson: str) -> list[str]:
     return notes
 
 
-def grade_one(course: Course, student: str, lesson: str, *, submission: Path | None = None,
-              results: Path | None = None, sandbox: bool = True,
-              timeout: float = DEFAULT_TIMEOUT) -> dict:
+def grade_one(
+    course: Course,
+    student: str,
+    lesson: str,
+    *,
+    submission: Path | None = None,
+    results: Path | None = None,
+    sandbox: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict:
     """Grade one submission with the harness; write and return results/STUDENT/LESSON.json."""
     manifest = load_manifest()
     module = manifest.lesson(lesson).module
@@ -102,28 +109,50 @@ def grade_one(course: Course, student: str, lesson: str, *, submission: Path | N
         for rel, path in files.items():
             (target / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target / rel)
-        for root, dirs, names in os.walk(tmp):  # readable by the sandbox's own user
+        for root, _dirs, names in os.walk(tmp):  # readable by the sandbox's own user
             os.chmod(root, 0o755)
             for name in names:
                 os.chmod(Path(root) / name, 0o644)
         report_path = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "graders", lesson, "--target", str(target),
-                   "--hidden", "--json", str(report_path)] + (["--sandbox"] if sandbox else [])
+        command = [
+            sys.executable,
+            "-m",
+            "graders",
+            lesson,
+            "--target",
+            str(target),
+            "--hidden",
+            "--json",
+            str(report_path),
+        ] + (["--sandbox"] if sandbox else [])
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH",)}
         env["PYTHONPATH"] = str(ROOT)
-        with open(out / f"{lesson}.log", "wb") as log:
+        for attempt in range(1, ATTEMPTS + 1):
+            error, report = None, None
+            with open(out / f"{lesson}.log", "ab" if attempt > 1 else "wb") as log:
+                try:
+                    proc = subprocess.run(
+                        command,
+                        cwd=ROOT,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        timeout=timeout,
+                        start_new_session=True,
+                    )
+                    if proc.returncode != 0:
+                        error = f"the grading run exited with status {proc.returncode}"
+                except subprocess.TimeoutExpired:
+                    error = f"the grading run took longer than {timeout:g} s and was stopped"
             try:
-                proc = subprocess.run(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                      stdout=log, stderr=subprocess.STDOUT, timeout=timeout,
-                                      start_new_session=True)
-                if proc.returncode != 0:
-                    error = f"the grading run exited with status {proc.returncode}"
-            except subprocess.TimeoutExpired:
-                error = f"the grading run took longer than {timeout:g} s and was stopped"
-        try:
-            report = json.loads(report_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            report = None
+                report = json.loads(report_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                report = None
+            # A run that graded nothing failed for reasons of its own (the worker could not
+            # start, the machine was out of memory): that is not the student's doing.
+            if error is None or "took longer" in error or _graded_any(report):
+                break
     if report is None:
         error = error or "the grading run left no report"
         report = {"lessons": [], "points": 0, "max_points": 0, "complete": False}
@@ -137,6 +166,11 @@ def grade_one(course: Course, student: str, lesson: str, *, submission: Path | N
     }
     _write_json(out / f"{lesson}.json", result)
     return result
+
+
+def _graded_any(report: dict | None) -> bool:
+    rows = [row for lesson in (report or {}).get("lessons", []) for row in lesson["checks"]]
+    return any(row.get("passed") or row.get("detail") != "not graded" for row in rows)
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -187,13 +221,24 @@ def record(nbgrader: Any, course: Course, outcome: Outcome) -> None:
     outcome.recorded = True
 
 
-def autograde(course: Course, lessons: list[str] | None = None,
-              students: list[str] | None = None, *, workers: int = 2, sandbox: bool = True,
-              timeout: float = DEFAULT_TIMEOUT, progress: bool = True) -> list[Outcome]:
+def autograde(
+    course: Course,
+    lessons: list[str] | None = None,
+    students: list[str] | None = None,
+    *,
+    workers: int = 2,
+    sandbox: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool = True,
+) -> list[Outcome]:
     """Grade (in parallel) and record (one at a time) every chosen submission."""
     lessons = lessons or course.lessons()
-    jobs = [(student, lesson) for lesson in lessons for student in course.students(lesson)
-            if not students or student in students]
+    jobs = [
+        (student, lesson)
+        for lesson in lessons
+        for student in course.students(lesson)
+        if not students or student in students
+    ]
     outcomes = {job: Outcome(*job) for job in jobs}
     if not jobs:
         return []
@@ -207,7 +252,7 @@ def autograde(course: Course, lessons: list[str] | None = None,
             outcome = outcomes[job]
             try:
                 result = grade_one(course, *job, sandbox=sandbox, timeout=timeout)
-                outcome.graded = bool(result["report"].get("lessons"))
+                outcome.graded = _graded_any(result["report"])
                 outcome.seconds = result["seconds"]
                 if result["error"]:
                     outcome.notes.append(result["error"])
@@ -215,8 +260,10 @@ def autograde(course: Course, lessons: list[str] | None = None,
                 outcome.notes.append(f"grading failed: {error}")
             done.put(job)
 
-        with _Progress(len(jobs), enabled=progress) as bar, \
-                ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        with (
+            _Progress(len(jobs), enabled=progress) as bar,
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+        ):
             for job in jobs:
                 pool.submit(grade_job, job)
             for _ in jobs:
@@ -243,12 +290,22 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled and self.console.is_terminal:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            self.progress = Progress(TextColumn("{task.description:<10}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("{task.fields[last]}"), console=self.console)
+            self.progress = Progress(
+                TextColumn("{task.description:<10}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[last]}"),
+                console=self.console,
+            )
             self.progress.start()
             self.grading = self.progress.add_task("graded", total=self.total, last="")
             self.recording = self.progress.add_task("recorded", total=self.total, last="")
@@ -263,8 +320,7 @@ class _Progress:
             self.progress.update(self.grading, advance=1, last=name)
 
     def recorded(self, outcome: Outcome) -> None:
-        line = (f"{outcome.student}/{outcome.lesson}: "
-                f"{outcome.points:g} of {outcome.max_points:g}")
+        line = f"{outcome.student}/{outcome.lesson}: {outcome.points:g} of {outcome.max_points:g}"
         if outcome.notes:
             line += f"  ({'; '.join(outcome.notes)})"
         if self.progress is not None:
@@ -281,16 +337,18 @@ def feedback(course: Course, lessons: list[str] | None = None) -> list[str]:
     for lesson in lessons or course.lessons():
         result = nbgrader.generate_feedback(lesson, force=True)
         if not result.get("success"):
-            raise RuntimeError(f"nbgrader generate_feedback {lesson} failed:\n"
-                               f"{result.get('error') or result.get('log')}")
+            raise RuntimeError(
+                f"nbgrader generate_feedback {lesson} failed:\n"
+                f"{result.get('error') or result.get('log')}"
+            )
         made += [str(p) for p in sorted(course.feedback.glob(f"*/{lesson}/*.html"))]
     return made
 
 
 def export(course: Course, to: Path | None = None) -> list[Path]:
     """grades.csv (nbgrader's, per student and lesson) and grades-by-check.csv (per check)."""
-    from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - the plugins' home
     from nbgrader.api import Gradebook
+    from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - the plugins' home
     from nbgrader.plugins import CsvExportPlugin
 
     from .export import ChecksCsvExportPlugin
@@ -312,8 +370,12 @@ def collect(course: Course, lessons: list[str] | None = None) -> dict[str, list[
         archive = course.downloaded / lesson / "archive"
         if not archive.is_dir() or not any(archive.iterdir()):
             continue
-        done = subprocess.run([sys.executable, "-m", "nbgrader", "zip_collect", lesson, "--force"],
-                              cwd=course.root, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "nbgrader", "zip_collect", lesson, "--force"],
+            cwd=course.root,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"nbgrader zip_collect {lesson} failed:\n{done.stderr[-3000:]}")
         found[lesson] = course.students(lesson)

@@ -15,8 +15,14 @@ from pathlib import PurePosixPath
 
 from nbgrader.plugins import FileNameCollectorPlugin
 
-# .../extracted/<archive name>/<files>; an LMS name carries the student id before "_attempt".
-_ARCHIVE = re.compile(r"^(?:.*_)?(?P<student>[A-Za-z0-9][\w.-]*?)(?:_attempt_[\w-]+)?$")
+_STUDENT = re.compile(r"^[A-Za-z0-9][\w.@-]*$")
+
+
+def student_of(archive: str) -> str | None:
+    """``ann`` for ``ann`` (from ann.zip) and for ``hw1_ann_attempt_2026-01-30`` (LMS style)."""
+    if "_attempt_" in archive:
+        archive = archive.split("_attempt_")[0].rsplit("_", 1)[-1]
+    return archive if _STUDENT.match(archive) else None
 
 
 class SubmissionCollector(FileNameCollectorPlugin):
@@ -28,11 +34,11 @@ class SubmissionCollector(FileNameCollectorPlugin):
             at = len(parts) - 1 - parts[::-1].index("extracted")
         except ValueError:
             return None
-        inside = list(parts[at + 1:])
+        inside = list(parts[at + 1 :])
         if len(inside) < 2:
             return None
-        match = _ARCHIVE.match(inside[0])
-        if not match:
+        student = student_of(inside[0])
+        if student is None:
             self.log.warning("Skipped %s: no student id in the archive name", submitted_file)
             return None
         files = inside[1:]
@@ -41,7 +47,8 @@ class SubmissionCollector(FileNameCollectorPlugin):
             files = files[1:]
         rel = "/".join(files)
         wanted = (len(files) == 1 and rel.endswith(".ipynb")) or (
-            files[0] == "exercises" and rel.endswith(".py") and "__pycache__" not in files)
+            files[0] == "exercises" and rel.endswith(".py") and "__pycache__" not in files
+        )
         if not wanted or any(part in ("", ".", "..") for part in files):
             return None
-        return {"student_id": match.group("student"), "file_id": rel}
+        return {"student_id": student, "file_id": rel}

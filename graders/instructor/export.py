@@ -23,5 +23,13 @@ class ChecksCsvExportPlugin(ExportPlugin):
                     for notebook in submission.notebooks:
                         for grade in sorted(notebook.grades, key=lambda g: g.name):
                             check = grade.name.split("-", 1)[1] if "-" in grade.name else ""
-                            out.writerow([submission.student.id, assignment.name, grade.name,
-                                          check, grade.score, grade.max_score])
+                            out.writerow(
+                                [
+                                    submission.student.id,
+                                    assignment.name,
+                                    grade.name,
+                                    check,
+                                    grade.score,
+                                    grade.max_score,
+                                ]
+                            )

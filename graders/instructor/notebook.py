@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_ENV = "COURSE_AUTOGRADE_RESULTS"  # folder of STUDENT/LESSON.json (instructors)
+SITE_URL = ""  # the course site; the release writes it here, so links point to the lesson
 PACKAGE = "exercises"  # the student's package, beside the notebook
 GRADE_TIMEOUT = 1800  # seconds for one lesson's grading run
 
@@ -74,10 +75,25 @@ def _show(row: dict[str, Any]) -> float:
     mark = "✓" if row.get("passed") else "✗"
     print(f"{mark} {row.get('id')}: {_number(points)} of {_number(most)} points")
     if not row.get("passed"):
-        for key, label in (("hint", "hint"), ("detail", "what happened"), ("link", "read")):
+        for key, label in (("hint", "hint"), ("detail", "what happened")):
             if row.get(key):
                 print(f"  {label}: {row[key]}")
+        site = _site()
+        where = site + row["url"] if site and row.get("url") else row.get("link")
+        if where:
+            print(f"  read: {where}")
     return _number(points)
+
+
+def _site() -> str:
+    if SITE_URL or os.environ.get("NBGRADER_EXECUTION") != "autograde":
+        return SITE_URL
+    try:  # instructors: the same address the release wrote into the students' copy
+        from graders.instructor.release import site_base
+
+        return site_base()
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 def _number(value: float) -> float:
@@ -117,20 +133,40 @@ def _student_row(lesson: str, check_id: str) -> dict:
 
 def _stamp(package: Path) -> tuple:
     """Changes whenever a file of the package does (a new grading run then starts)."""
-    return tuple(sorted((str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                        for p in package.rglob("*.py") if p.is_file()))
+    return tuple(
+        sorted(
+            (str(p), p.stat().st_mtime_ns, p.stat().st_size)
+            for p in package.rglob("*.py")
+            if p.is_file()
+        )
+    )
 
 
 def _run_graders(here: Path, lesson: str, hidden: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
         report_path = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "graders", lesson, "--target", str(here / PACKAGE),
-                   "--json", str(report_path)] + (["--hidden"] if hidden else [])
+        command = [
+            sys.executable,
+            "-m",
+            "graders",
+            lesson,
+            "--target",
+            str(here / PACKAGE),
+            "--json",
+            str(report_path),
+        ] + (["--hidden"] if hidden else [])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep)
-        done = subprocess.run(command, cwd=here, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=GRADE_TIMEOUT)
+            os.pathsep
+        )
+        done = subprocess.run(
+            command,
+            cwd=here,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GRADE_TIMEOUT,
+        )
         if not report_path.exists():
             message = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise RuntimeError(message[-1] if message else f"graders exited {done.returncode}")
@@ -155,11 +191,29 @@ def _autograde_row(lesson: str, check_id: str) -> dict:
         expected = fingerprint(student_files(source, here / PACKAGE, module))
         report = _read_result(path, expected)
         if report is None:  # missing or stale: grade now, in a process of its own
-            command = [sys.executable, "-m", "graders.instructor", "grade-submission",
-                       "--course", str(course), "--student", student, "--lesson", lesson,
-                       "--from", str(here), "--results", str(results)]
-            subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=GRADE_TIMEOUT, cwd=_instructor_root())
+            command = [
+                sys.executable,
+                "-m",
+                "graders.instructor",
+                "grade-submission",
+                "--course",
+                str(course),
+                "--student",
+                student,
+                "--lesson",
+                lesson,
+                "--from",
+                str(here),
+                "--results",
+                str(results),
+            ]
+            subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=GRADE_TIMEOUT,
+                cwd=_instructor_root(),
+            )
             report = _read_result(path, expected)
             if report is None:
                 raise RuntimeError(f"grading {student}/{lesson} left no report")
@@ -199,8 +253,9 @@ def student_files(source: Path, submission: Path, module: str) -> dict[str, Path
         if not folder.is_dir() or folder.is_symlink():
             return found
         for root, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__"
-                             and not os.path.islink(os.path.join(root, d)))
+            dirs[:] = sorted(
+                d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(root, d))
+            )
             for name in files:
                 path = Path(root) / name
                 if name.endswith(".py") and not path.is_symlink() and path.is_file():

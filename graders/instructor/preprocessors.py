@@ -18,10 +18,9 @@ from typing import Any
 
 from nbformat import from_dict
 from nbformat.v4 import new_code_cell, new_markdown_cell
-from traitlets import Unicode
-
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
 
 BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
@@ -36,8 +35,10 @@ class RebuildFromGradebook(NbGraderPreprocessor):
             notebook = gb.find_notebook(info["notebook"], info["assignment"])
             points = {cell.name: float(cell.max_score) for cell in notebook.grade_cells}
             sources = sorted(
-                ((cell.name, cell.cell_type, cell.source, cell.locked, cell.checksum)
-                 for cell in notebook.source_cells),
+                (
+                    (cell.name, cell.cell_type, cell.source, cell.locked, cell.checksum)
+                    for cell in notebook.source_cells
+                ),
                 key=lambda row: row[0],
             )
         cells = []
@@ -54,8 +55,9 @@ class RebuildFromGradebook(NbGraderPreprocessor):
             if name in points:
                 meta["points"] = points[name]
             make = new_code_cell if cell_type == "code" else new_markdown_cell
-            cell = make(source=source, metadata={"nbgrader": meta, "deletable": False,
-                                                 "editable": False})
+            cell = make(
+                source=source, metadata={"nbgrader": meta, "deletable": False, "editable": False}
+            )
             cell.pop("id", None)  # nbformat 4.5 ids are optional; the source ones are unknown
             cells.append(cell)
         dropped = len(nb.cells) - len(cells)
@@ -87,9 +89,11 @@ class HideHiddenTests(NbGraderPreprocessor):
         cell.source = "\n".join(kept).rstrip("\n")
         if cell.get("cell_type") == "code":
             cell.outputs = [
-                from_dict({**out, "data": {"text/plain": out["data"]["text/plain"]},
-                           "metadata": {}})
+                from_dict(
+                    {**out, "data": {"text/plain": out["data"]["text/plain"]}, "metadata": {}}
+                )
                 for out in cell.get("outputs", [])
-                if out.get("output_type") == "execute_result" and "text/plain" in out.get("data", {})
+                if out.get("output_type") == "execute_result"
+                and "text/plain" in out.get("data", {})
             ][:1]
         return cell, resources

@@ -37,7 +37,7 @@ from .course import PACKAGE, Course, api, write_config_file
 GRADERS = ROOT / "graders"
 # graders/*.py that the release leaves out: compare.py trains against solutions/.
 NOT_RELEASED = {"compare.py"}
-SETUP = '''\
+SETUP = """\
 # Run this cell first: it loads check(), which runs the course's graders on your code in
 # exercises/{module}.py (in a separate process) and prints the result of one check.
 import os
@@ -45,7 +45,7 @@ import sys
 
 if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # instructors: never import from here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]
-from graders.instructor.notebook import check'''
+from graders.instructor.notebook import check"""
 
 
 def site_base() -> str:
@@ -61,8 +61,14 @@ def site_base() -> str:
 
 
 def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
-    meta: dict[str, Any] = {"grade": points is not None, "grade_id": grade_id, "locked": True,
-                            "schema_version": 3, "solution": False, "task": False}
+    meta: dict[str, Any] = {
+        "grade": points is not None,
+        "grade_id": grade_id,
+        "locked": True,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     cell.metadata.update({"nbgrader": meta, "deletable": False, "editable": False})
@@ -72,8 +78,10 @@ def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
 def lesson_notebook(lesson: Lesson, base: str = "") -> Any:
     """The lesson's notebook: instructions, a setup cell and one autograder cell per check."""
     page = base + site_url(lesson.page)
-    functions = ", ".join(f"[`{name}`]({base}{site_url(lesson.page, lesson.sections[name])})"
-                          for name in lesson.functions)
+    functions = ", ".join(
+        f"[`{name}`]({base}{site_url(lesson.page, lesson.sections[name])})"
+        for name in lesson.functions
+    )
     public = [c for c in lesson.checks if not c.hidden]
     hidden = [c for c in lesson.checks if c.hidden]
     intro = f"""# Lesson {lesson.number}: {lesson.title}
@@ -106,21 +114,31 @@ instructor runs after you submit. Submit the whole folder; only
         if not checks:
             continue
         link = base + site_url(lesson.page, lesson.sections[function])
-        cells.append(_locked(new_markdown_cell(f"## `{function}`\n\nSee [the lesson]({link}).",),
-                             grade_id(f"about-{function}".lower().replace("_", "-"))))
+        cells.append(
+            _locked(
+                new_markdown_cell(
+                    f"## `{function}`\n\nSee [the lesson]({link}).",
+                ),
+                grade_id(f"about-{function}".lower().replace("_", "-")),
+            )
+        )
         for check in checks:
             call = f"check({lesson.slug!r}, {check.id!r})".replace("'", '"')
             if check.hidden:
-                source = ("# A hidden check: your instructor runs it after you submit.\n"
-                          f"### BEGIN HIDDEN TESTS\n{call}\n### END HIDDEN TESTS")
+                source = (
+                    "# A hidden check: your instructor runs it after you submit.\n"
+                    f"### BEGIN HIDDEN TESTS\n{call}\n### END HIDDEN TESTS"
+                )
                 cells.append(_locked(new_code_cell(source), grade_id("hidden"), check.points))
             else:
                 cells.append(_locked(new_code_cell(call), grade_id(check.id), check.points))
     notebook = new_notebook(cells=cells)
-    notebook.metadata.update({
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    })
+    notebook.metadata.update(
+        {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        }
+    )
     for cell in notebook.cells:  # nbgrader matches cells by grade id, not by nbformat id
         cell.pop("id", None)
     notebook.nbformat_minor = 4
@@ -140,7 +158,8 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        pairs = (f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + ", ".join(pairs) + " }"
     raise TypeError(f"cannot write {type(value).__name__} to TOML")
 
 
@@ -203,8 +222,11 @@ def released_grader_files(lesson: Lesson, graders: Path = GRADERS) -> dict[str, 
 
 def build_source(course: Course, manifest: Manifest, lessons: list[str] | None = None) -> list[str]:
     """Write source/SLUG/ for the chosen lessons (default: every lesson with checks)."""
-    chosen = [manifest.lesson(name) for name in lessons] if lessons else [
-        lesson for lesson in manifest.lessons if lesson.checks]
+    chosen = (
+        [manifest.lesson(name) for name in lessons]
+        if lessons
+        else [lesson for lesson in manifest.lessons if lesson.checks]
+    )
     base = site_base()
     manifest_text = public_manifest(manifest.path)
     built = []
@@ -212,8 +234,10 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
         if not lesson.checks:
             raise ValueError(f"lesson {lesson.slug!r} has no checks in the manifest yet")
         if not (GRADERS / "public" / f"test_{lesson.slug}.py").is_file():
-            raise ValueError(f"lesson {lesson.slug!r} has no public graders "
-                             f"(graders/public/test_{lesson.slug}.py)")
+            raise ValueError(
+                f"lesson {lesson.slug!r} has no public graders "
+                f"(graders/public/test_{lesson.slug}.py)"
+            )
         folder = course.source / lesson.slug
         if folder.exists():
             shutil.rmtree(folder)
@@ -222,6 +246,13 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
         for rel, path in released_grader_files(lesson).items():
             (folder / "graders" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / "graders" / rel)
+        cell_side = folder / "graders" / "instructor" / "notebook.py"
+        cell_side.write_text(
+            cell_side.read_text(encoding="utf-8").replace(
+                'SITE_URL = ""', f"SITE_URL = {base!r}", 1
+            ),
+            encoding="utf-8",
+        )
         (folder / "course").mkdir()
         (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
         nbformat.write(lesson_notebook(lesson, base), folder / f"{lesson.slug}.ipynb")
@@ -229,8 +260,9 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
     return built
 
 
-def release(course: Course | None = None, lessons: list[str] | None = None,
-            manifest: Manifest | None = None) -> list[str]:
+def release(
+    course: Course | None = None, lessons: list[str] | None = None, manifest: Manifest | None = None
+) -> list[str]:
     """Build source/ and run ``nbgrader generate_assignment`` on each lesson."""
     course = course or Course.at()
     manifest = manifest or load_manifest()
@@ -240,6 +272,8 @@ def release(course: Course | None = None, lessons: list[str] | None = None,
     for slug in built:
         result = nbgrader.generate_assignment(slug, force=True, create=True)
         if not result.get("success"):
-            raise RuntimeError(f"nbgrader generate_assignment {slug} failed:\n"
-                               f"{result.get('error') or result.get('log')}")
+            raise RuntimeError(
+                f"nbgrader generate_assignment {slug} failed:\n"
+                f"{result.get('error') or result.get('log')}"
+            )
     return built

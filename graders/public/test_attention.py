@@ -21,8 +21,11 @@ def check_mask(student, T: int) -> None:
         student.call("causal_mask", T),
         torch.tril(ones),
         f"causal_mask({T})",
-        mistakes={"inverted": ~torch.tril(ones), "no-diagonal": torch.tril(ones, -1),
-                  "upper": torch.triu(ones)},
+        mistakes={
+            "inverted": ~torch.tril(ones),
+            "no-diagonal": torch.tril(ones, -1),
+            "upper": torch.triu(ones),
+        },
     )
 
 
@@ -37,8 +40,7 @@ def test_causal_mask_bool(student):
     check_mask(student, 4)
 
 
-def naive(q, k, v, mask=None, *, scale=None, fill=-math.inf, dim=-1, invert=False,
-          after=False):
+def naive(q, k, v, mask=None, *, scale=None, fill=-math.inf, dim=-1, invert=False, after=False):
     """Attention written out, with the knobs of the classic mistakes."""
     scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     if mask is not None and not after:
@@ -68,8 +70,13 @@ def check_attention(student, q, k, v, mask, what, **tolerance):
             "mask-zero": naive(q, k, v, mask, fill=0.0),
             "mask-after-softmax": naive(q, k, v, mask, after=True),
         }
-    expect_close(student.call("attention", *args), oracle(q, k, v, mask), what,
-                 mistakes=mistakes, **tolerance)
+    expect_close(
+        student.call("attention", *args),
+        oracle(q, k, v, mask),
+        what,
+        mistakes=mistakes,
+        **tolerance,
+    )
 
 
 @pytest.mark.check("attention-matches-sdpa")

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graders.client import StudentError
 from graders.checking import as_float, as_int, as_list, as_pair, diagnose, expect_close, fail
+from graders.client import StudentError
 
 
 def _table(V: int, C: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -34,56 +34,65 @@ def test_lookup_matches_indexing(student):
 def test_lookup_any_shape(student, shape):
     table = _table(9, 4, seed=2)
     ids = torch.randint(0, 9, shape, generator=torch.Generator().manual_seed(3))
-    expect_close(student.call("lookup", table, ids), F.embedding(ids, table),
-                 f"lookup(table [9, 4], ids {list(shape)})")
+    expect_close(
+        student.call("lookup", table, ids),
+        F.embedding(ids, table),
+        f"lookup(table [9, 4], ids {list(shape)})",
+    )
 
 
 @pytest.mark.check("one-hot-matches-lookup")
 def test_one_hot_matches_lookup(student):
     table = _table(6, 5, seed=4)
     ids = torch.tensor([[5, 0, 3], [1, 4, 2]])
-    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
-                 "one_hot_lookup(table [6, 5], ids [2, 3])")
+    expect_close(
+        student.call("one_hot_lookup", table, ids),
+        F.embedding(ids, table),
+        "one_hot_lookup(table [6, 5], ids [2, 3])",
+    )
 
 
 @pytest.mark.check("one-hot-num-classes")
 def test_one_hot_num_classes(student):
     table = _table(10, 3, seed=5)
     ids = torch.tensor([1, 2, 1])  # the largest id is far below V - 1
-    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
-                 "one_hot_lookup(table [10, 3], ids [1, 2, 1])")
+    expect_close(
+        student.call("one_hot_lookup", table, ids),
+        F.embedding(ids, table),
+        "one_hot_lookup(table [10, 3], ids [1, 2, 1])",
+    )
 
 
 @pytest.mark.check("one-hot-keeps-dtype")
 def test_one_hot_keeps_dtype(student):
     table = _table(4, 3, seed=6, dtype=torch.float64)
     ids = torch.tensor([3, 0, 2, 1])
-    expect_close(student.call("one_hot_lookup", table, ids), F.embedding(ids, table),
-                 "one_hot_lookup(float64 table [4, 3], ids [4])")
+    expect_close(
+        student.call("one_hot_lookup", table, ids),
+        F.embedding(ids, table),
+        "one_hot_lookup(float64 table [4, 3], ids [4])",
+    )
+
+
+def check_add(student, vectors, pos, what: str, **mistakes) -> None:
+    T = vectors.shape[1]
+    try:
+        out = student.call("add_positions", vectors, pos)
+    except StudentError as error:  # a shape error from adding the whole table
+        if T < pos.shape[0] and ("size" in error.message or "shape" in error.message):
+            fail(f"{what} raised {error.type_name}: {error.message}", "whole-table")
+        raise
+    expect_close(out, vectors + pos[:T], what, mistakes=mistakes)
 
 
 @pytest.mark.check("add-positions-broadcast")
 def test_add_positions_broadcast(student):
     vectors = _table(12, 5, seed=7).reshape(3, 4, 5)
     pos = _table(6, 5, seed=8)
-    expect_close(
-        student.call("add_positions", vectors, pos),
-        vectors + pos[:4],
-        "add_positions(vectors [3, 4, 5], pos_table [6, 5])",
-        mistakes={"wrong-rows": vectors + pos[-4:]},
-    )
-
-
-@pytest.mark.check("add-positions-broadcast")
-def test_add_positions_needs_a_slice(student):
+    check_add(student, vectors, pos, "add_positions(vectors [3, 4, 5], pos_table [6, 5])",
+              **{"wrong-rows": vectors + pos[-4:]})
     vectors, pos = torch.zeros(2, 3, 4), _table(5, 4, seed=9)
-    try:
-        out = student.call("add_positions", vectors, pos)
-    except StudentError as error:  # a shape error from adding the whole table
-        if "size" in error.message or "shape" in error.message:
-            fail(f"add_positions(vectors [2, 3, 4], pos_table [5, 4]) {error}", "whole-table")
-        raise
-    expect_close(out, vectors + pos[:3], "add_positions(vectors [2, 3, 4], pos_table [5, 4])")
+    check_add(student, vectors, pos, "add_positions(vectors [2, 3, 4], pos_table [5, 4])")
 
 
 @pytest.mark.check("add-positions-too-long")
@@ -98,12 +107,22 @@ def test_add_positions_too_long(student):
 @pytest.mark.check("add-positions-full-length")
 def test_add_positions_full_length(student):
     vectors, pos = _table(8, 2, seed=11).reshape(2, 4, 2), _table(4, 2, seed=12)
-    expect_close(student.call("add_positions", vectors, pos), vectors + pos,
-                 "add_positions(vectors [2, 4, 2], pos_table [4, 2]) (T == L)")
+    expect_close(
+        student.call("add_positions", vectors, pos),
+        vectors + pos,
+        "add_positions(vectors [2, 4, 2], pos_table [4, 2]) (T == L)",
+    )
 
 
-def nearest_oracle(table: torch.Tensor, index: int, k: int, *, cosine: bool = True,
-                   exclude: bool = True, descending: bool = True) -> list[tuple[int, float]]:
+def nearest_oracle(
+    table: torch.Tensor,
+    index: int,
+    k: int,
+    *,
+    cosine: bool = True,
+    exclude: bool = True,
+    descending: bool = True,
+) -> list[tuple[int, float]]:
     """The contract's answer (and, with flags off, the answers of common mistakes)."""
     if cosine:
         sims = F.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
@@ -140,8 +159,14 @@ def check_nearest(student, table: torch.Tensor, index: int, k: int, what: str) -
 def test_nearest_cosine(student):
     # Row lengths differ a lot, so ranking by dot product gives another order.
     table = torch.tensor(
-        [[1.0, 0.0, 0.0], [9.0, 9.0, 0.0], [0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [-2.0, 0.1, 1.0],
-         [0.5, 0.0, 0.4]]
+        [
+            [1.0, 0.0, 0.0],
+            [9.0, 9.0, 0.0],
+            [0.9, 0.1, 0.0],
+            [0.0, 1.0, 0.0],
+            [-2.0, 0.1, 1.0],
+            [0.5, 0.0, 0.4],
+        ]
     )
     check_nearest(student, table, 0, 3, "nearest(table [6, 3], index=0, k=3)")
 

@@ -24,8 +24,9 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
     try:
         result = student.call("cross_entropy", *args)
     except StudentError as error:
-        if (targets == index).any() and ("out of bounds" in error.message
-                                          or "out of range" in error.message):
+        if (targets == index).any() and (
+            "out of bounds" in error.message or "out of range" in error.message
+        ):
             fail(f"{what} raised {error.type_name}: {error.message}", "not-ignored")
         raise
     expect_close(
@@ -43,23 +44,35 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
 
 @pytest.mark.check("ce-matches-torch")
 def test_ce_matches_torch(student):
-    check_ce(student, _randn(1, 6, 10), torch.tensor([3, 0, 9, 9, 5, 1]),
-             "cross_entropy(logits [6, 10], targets [6])")
+    check_ce(
+        student,
+        _randn(1, 6, 10),
+        torch.tensor([3, 0, 9, 9, 5, 1]),
+        "cross_entropy(logits [6, 10], targets [6])",
+    )
 
 
 @pytest.mark.check("ce-ignore-index")
 def test_ce_ignore_index(student):
     targets = torch.tensor([3, -100, 9, -100, -100, 1, 4])
-    check_ce(student, _randn(2, 7, 10), targets,
-             f"cross_entropy(logits [7, 10], targets {targets.tolist()})")
+    check_ce(
+        student,
+        _randn(2, 7, 10),
+        targets,
+        f"cross_entropy(logits [7, 10], targets {targets.tolist()})",
+    )
 
 
 @pytest.mark.check("ce-custom-ignore-index")
 def test_ce_custom_ignore_index(student):
     targets = torch.tensor([3, 0, 2, 0, 1])
-    check_ce(student, _randn(3, 5, 4), targets,
-             f"cross_entropy(logits [5, 4], targets {targets.tolist()}, ignore_index=0)",
-             ignore_index=0)
+    check_ce(
+        student,
+        _randn(3, 5, 4),
+        targets,
+        f"cross_entropy(logits [5, 4], targets {targets.tolist()}, ignore_index=0)",
+        ignore_index=0,
+    )
 
 
 @pytest.mark.check("ce-large-logits")
@@ -75,10 +88,12 @@ def lm_expected(logits, ids, ignore_index=-100, *, shift=True, backwards=False):
     if not shift:
         return F.cross_entropy(logits.reshape(-1, V), ids.reshape(-1), ignore_index=ignore_index)
     if backwards:
-        return F.cross_entropy(logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1),
-                               ignore_index=ignore_index)
-    return F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1),
-                           ignore_index=ignore_index)
+        return F.cross_entropy(
+            logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1), ignore_index=ignore_index
+        )
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1), ignore_index=ignore_index
+    )
 
 
 def check_lm_loss(student, logits, ids, what, ignore_index=None):
@@ -88,8 +103,10 @@ def check_lm_loss(student, logits, ids, what, ignore_index=None):
         student.call("lm_loss", *args),
         lm_expected(logits, ids, index),
         what,
-        mistakes={"not-shifted": lm_expected(logits, ids, index, shift=False),
-                  "shifted-backwards": lm_expected(logits, ids, index, backwards=True)},
+        mistakes={
+            "not-shifted": lm_expected(logits, ids, index, shift=False),
+            "shifted-backwards": lm_expected(logits, ids, index, backwards=True),
+        },
         rtol=1e-4,
         atol=1e-5,
     )
@@ -104,8 +121,13 @@ def test_lm_loss_shifted(student):
 @pytest.mark.check("lm-loss-ignore-index")
 def test_lm_loss_ignore_index(student):
     ids = torch.tensor([[5, 4, 2, 0, 0], [3, 1, 0, 0, 0]])  # 0 pads the rows
-    check_lm_loss(student, _randn(6, 2, 5, 6), ids,
-                  "lm_loss(logits [2, 5, 6], padded input_ids, ignore_index=0)", ignore_index=0)
+    check_lm_loss(
+        student,
+        _randn(6, 2, 5, 6),
+        ids,
+        "lm_loss(logits [2, 5, 6], padded input_ids, ignore_index=0)",
+        ignore_index=0,
+    )
 
 
 def check_perplexity(student, loss, what):
@@ -143,8 +165,12 @@ def check_pad(student, targets, pad_id, what, ignore_index=None):
 
 @pytest.mark.check("pad-targets-marks-pad")
 def test_pad_targets_marks_pad(student):
-    check_pad(student, torch.tensor([[5, 6, 0, 0], [7, 0, 8, 0]]), 0,
-              "pad_targets([[5, 6, 0, 0], [7, 0, 8, 0]], pad_id=0)")
+    check_pad(
+        student,
+        torch.tensor([[5, 6, 0, 0], [7, 0, 8, 0]]),
+        0,
+        "pad_targets([[5, 6, 0, 0], [7, 0, 8, 0]], pad_id=0)",
+    )
     targets = torch.tensor([[4, 0, 9, 9, 9]])
     check_pad(student, targets, 9, "pad_targets([[4, 0, 9, 9, 9]], pad_id=9)")
 
@@ -152,8 +178,13 @@ def test_pad_targets_marks_pad(student):
 @pytest.mark.check("pad-targets-ignore-index")
 def test_pad_targets_ignore_index(student):
     targets = torch.tensor([[3, 1, 2, 2]])
-    check_pad(student, targets, 2, "pad_targets([[3, 1, 2, 2]], pad_id=2, ignore_index=-1)",
-              ignore_index=-1)
+    check_pad(
+        student,
+        targets,
+        2,
+        "pad_targets([[3, 1, 2, 2]], pad_id=2, ignore_index=-1)",
+        ignore_index=-1,
+    )
 
 
 __all__ = ["same"]

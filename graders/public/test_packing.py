@@ -10,8 +10,9 @@ from graders.checking import as_pair, expect_close, fail, same
 EOS = 0
 
 
-def pack_oracle(docs, seq_len, eos, *, eos_first=False, with_eos=True, pad=False,
-                per_doc=False, eos_next=False):
+def pack_oracle(
+    docs, seq_len, eos, *, eos_first=False, with_eos=True, pad=False, per_doc=False, eos_next=False
+):
     """Rows of the packed stream (and its doc ids); the flags give classic mistakes."""
     stream, owner = [], []
     for i, doc in enumerate(docs):
@@ -81,8 +82,12 @@ def check_mask(student, doc_ids, what):
     causal = torch.ones(T, T, dtype=torch.bool).tril().expand(doc_ids.shape[0], T, T)
     same_doc = doc_ids[:, :, None] == doc_ids[:, None, :]
     expected = mask_oracle(doc_ids)
-    expect_close(student.call("document_mask", doc_ids), expected, what,
-                 mistakes={"causal-only": causal, "not-causal": same_doc, "inverted": ~expected})
+    expect_close(
+        student.call("document_mask", doc_ids),
+        expected,
+        what,
+        mistakes={"causal-only": causal, "not-causal": same_doc, "inverted": ~expected},
+    )
 
 
 @pytest.mark.check("document-mask-example")
@@ -98,8 +103,9 @@ def test_document_mask_batch(student):
     check_mask(student, doc_ids, "document_mask(doc_ids [3, 5])")
 
 
-def positions_oracle(doc_ids: torch.Tensor, *, reset: bool = True, rows: bool = True,
-                     start: int = 0) -> torch.Tensor:
+def positions_oracle(
+    doc_ids: torch.Tensor, *, reset: bool = True, rows: bool = True, start: int = 0
+) -> torch.Tensor:
     out = torch.zeros_like(doc_ids)
     count, previous = start - 1, None
     for b in range(doc_ids.shape[0]):
@@ -128,8 +134,9 @@ def check_positions(student, doc_ids, what):
 @pytest.mark.check("position-ids-example")
 def test_position_ids_example(student):
     check_positions(student, torch.tensor([[3, 3, 4, 4, 4]]), "position_ids([[3, 3, 4, 4, 4]])")
-    check_positions(student, torch.tensor([[0, 1, 1, 2, 2, 2, 3]]),
-                    "position_ids([[0, 1, 1, 2, 2, 2, 3]])")
+    check_positions(
+        student, torch.tensor([[0, 1, 1, 2, 2, 2, 3]]), "position_ids([[0, 1, 1, 2, 2, 2, 3]])"
+    )
 
 
 @pytest.mark.check("position-ids-batch")
@@ -139,8 +146,9 @@ def test_position_ids_batch(student):
     check_positions(student, doc_ids, "position_ids(doc_ids [3, 5])")
 
 
-def targets_oracle(input_ids, doc_ids, ignore_index=-100, *, check_docs=True, shift=True,
-                   wrap=False):
+def targets_oracle(
+    input_ids, doc_ids, ignore_index=-100, *, check_docs=True, shift=True, wrap=False
+):
     B, T = input_ids.shape
     out = torch.full_like(input_ids, ignore_index)
     for b in range(B):
@@ -172,16 +180,27 @@ def check_targets(student, input_ids, doc_ids, what, ignore_index=None):
 
 @pytest.mark.check("packed-targets-example")
 def test_packed_targets_example(student):
-    check_targets(student, torch.tensor([[7, 8, 0, 9]]), torch.tensor([[0, 0, 0, 1]]),
-                  "packed_targets([[7, 8, 0, 9]], [[0, 0, 0, 1]])")
+    check_targets(
+        student,
+        torch.tensor([[7, 8, 0, 9]]),
+        torch.tensor([[0, 0, 0, 1]]),
+        "packed_targets([[7, 8, 0, 9]], [[0, 0, 0, 1]])",
+    )
     ids, docs = pack_oracle(DOCS, 5, EOS)
     check_targets(student, ids, docs, f"packed_targets of pack({DOCS}, 5)")
+    check_targets(student, torch.tensor([[1, 2, 3, 4]]), torch.tensor([[5, 5, 5, 5]]),
+                  "packed_targets([[1, 2, 3, 4]], [[5, 5, 5, 5]]) (one document)")
 
 
 @pytest.mark.check("packed-targets-ignore-index")
 def test_packed_targets_ignore_index(student):
-    check_targets(student, torch.tensor([[5, 6, 0, 7, 0]]), torch.tensor([[0, 0, 0, 1, 1]]),
-                  "packed_targets(..., ignore_index=-1)", ignore_index=-1)
+    check_targets(
+        student,
+        torch.tensor([[5, 6, 0, 7, 0]]),
+        torch.tensor([[0, 0, 0, 1, 1]]),
+        "packed_targets(..., ignore_index=-1)",
+        ignore_index=-1,
+    )
 
 
 __all__ = ["fail", "same"]

@@ -47,8 +47,13 @@ def test_split_pieces_unicode(student):
     check_pieces(student, text, f"split_pieces({text!r})")
 
 
-def check_merge(student, piece: bytes, ranks: dict[bytes, int], what: str,
-                mistakes: dict[str, list[int]] | None = None) -> None:
+def check_merge(
+    student,
+    piece: bytes,
+    ranks: dict[bytes, int],
+    what: str,
+    mistakes: dict[str, list[int]] | None = None,
+) -> None:
     result = student.call("bpe_merge", piece, ranks)
     if isinstance(result, list) and result and all(isinstance(r, bytes) for r in result):
         fail(f"{what} returned bytes {result!r}", "returns-parts")
@@ -117,17 +122,29 @@ def test_bpe_merge_lowest_rank(student):
     # b"bc" ranks before b"ab", so "abc" must become a + bc, and "abcd" -> a + bcd.
     ranks = toy_ranks(b"bc", b"cd", b"ab", b"bcd", b"abcd")
     for piece in (b"abc", b"abcd", b"xabcdx"):
-        check_merge(student, piece, ranks, f"bpe_merge({piece!r}, ranks with bc < cd < ab)",
-                    mistakes={"first-pair": merge_first_pair(piece, ranks),
-                              "one-pass": merge_one_pass(piece, ranks)})
+        check_merge(
+            student,
+            piece,
+            ranks,
+            f"bpe_merge({piece!r}, ranks with bc < cd < ab)",
+            mistakes={
+                "first-pair": merge_first_pair(piece, ranks),
+                "one-pass": merge_one_pass(piece, ranks),
+            },
+        )
 
 
 @pytest.mark.check("bpe-merge-tie-leftmost")
 def test_bpe_merge_tie_leftmost(student):
     ranks = toy_ranks(b"aa", b"aaa")
     for piece in (b"aaa", b"baaab", b"aaaaa"):
-        check_merge(student, piece, ranks, f"bpe_merge({piece!r}, ranks with aa, aaa)",
-                    mistakes={"rightmost-tie": merge_rightmost_tie(piece, ranks)})
+        check_merge(
+            student,
+            piece,
+            ranks,
+            f"bpe_merge({piece!r}, ranks with aa, aaa)",
+            mistakes={"rightmost-tie": merge_rightmost_tie(piece, ranks)},
+        )
 
 
 @pytest.mark.check("bpe-merge-gpt2")

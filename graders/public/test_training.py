@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+import torch._dynamo  # noqa: F401 - optimizers import it on first use; load it while collecting
 
 from graders import worker
 from graders.checking import as_bool, as_float, as_list, as_tensor, diagnose, fail, same
@@ -22,9 +23,18 @@ from graders.client import StudentError
 # -- lr_at --------------------------------------------------------------------------------------
 
 
-def lr_oracle(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, max_steps: int,
-              zero_start: bool = False, to_zero: bool = False, no_offset: bool = False,
-              cycle: bool = False) -> float:
+def lr_oracle(
+    step: int,
+    *,
+    max_lr: float,
+    min_lr: float,
+    warmup_steps: int,
+    max_steps: int,
+    zero_start: bool = False,
+    to_zero: bool = False,
+    no_offset: bool = False,
+    cycle: bool = False,
+) -> float:
     """The contract's schedule, written out; the flags give classic mistakes."""
     floor = 0.0 if to_zero else min_lr
     if step < warmup_steps:
@@ -35,19 +45,30 @@ def lr_oracle(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, max
     return floor + 0.5 * (max_lr - floor) * (1 + math.cos(math.pi * progress))
 
 
-def check_schedule(student, steps: list[int], what: str, mistakes: tuple[str, ...] = (),
-                   **config: Any) -> None:
+def check_schedule(
+    student, steps: list[int], what: str, mistakes: tuple[str, ...] = (), **config: Any
+) -> None:
     got = [as_float(student.call("lr_at", s, **config), f"lr_at({s}, ...)") for s in steps]
     expected = [lr_oracle(s, **config) for s in steps]
     if same(got, expected, rtol=1e-9, atol=1e-12):
         return
-    flags = {"starts-at-zero": "zero_start", "ignores-min": "to_zero",
-             "no-warmup-offset": "no_offset", "keeps-cycling": "cycle"}
-    answers = {key: [lr_oracle(s, **config, **{flags[key]: True}) for s in steps]
-               for key in mistakes}
-    diagnose(got, answers, rtol=1e-9, atol=1e-12,
-             detail=f"{what}: steps {steps} gave {[round(v, 9) for v in got]}, expected "
-             f"{[round(v, 9) for v in expected]}")
+    flags = {
+        "starts-at-zero": "zero_start",
+        "ignores-min": "to_zero",
+        "no-warmup-offset": "no_offset",
+        "keeps-cycling": "cycle",
+    }
+    answers = {
+        key: [lr_oracle(s, **config, **{flags[key]: True}) for s in steps] for key in mistakes
+    }
+    diagnose(
+        got,
+        answers,
+        rtol=1e-9,
+        atol=1e-12,
+        detail=f"{what}: steps {steps} gave {[round(v, 9) for v in got]}, expected "
+        f"{[round(v, 9) for v in expected]}",
+    )
 
 
 SCHEDULE = {"max_lr": 6e-4, "min_lr": 6e-5, "warmup_steps": 10, "max_steps": 100}
@@ -55,30 +76,44 @@ SCHEDULE = {"max_lr": 6e-4, "min_lr": 6e-5, "warmup_steps": 10, "max_steps": 100
 
 @pytest.mark.check("lr-warmup")
 def test_lr_warmup(student):
-    check_schedule(student, [0, 1, 4, 9], "lr_at(step, max_lr=6e-4, warmup_steps=10, ...)",
-                   ("starts-at-zero",), **SCHEDULE)
+    check_schedule(
+        student,
+        [0, 1, 4, 9],
+        "lr_at(step, max_lr=6e-4, warmup_steps=10, ...)",
+        ("starts-at-zero",),
+        **SCHEDULE,
+    )
 
 
 @pytest.mark.check("lr-cosine")
 def test_lr_cosine(student):
-    check_schedule(student, [10, 25, 55, 80, 100], "lr_at(step, min_lr=6e-5, max_steps=100, ...)",
-                   ("ignores-min", "no-warmup-offset"), **SCHEDULE)
+    check_schedule(
+        student,
+        [10, 25, 55, 80, 100],
+        "lr_at(step, min_lr=6e-5, max_steps=100, ...)",
+        ("ignores-min", "no-warmup-offset"),
+        **SCHEDULE,
+    )
 
 
 @pytest.mark.check("lr-after-max")
 def test_lr_after_max(student):
-    check_schedule(student, [101, 150, 190], "lr_at(step > max_steps, ...)", ("keeps-cycling",),
-                   **SCHEDULE)
+    check_schedule(
+        student, [101, 150, 190], "lr_at(step > max_steps, ...)", ("keeps-cycling",), **SCHEDULE
+    )
 
 
 @pytest.mark.check("lr-validates")
 @pytest.mark.parametrize("warmup,max_steps", [(10, 10), (20, 10), (-1, 10)])
 def test_lr_validates(student, warmup, max_steps):
-    error = student.error("lr_at", 0, max_lr=1.0, min_lr=0.1, warmup_steps=warmup,
-                          max_steps=max_steps)
+    error = student.error(
+        "lr_at", 0, max_lr=1.0, min_lr=0.1, warmup_steps=warmup, max_steps=max_steps
+    )
     if not error.is_a("ValueError"):
-        fail(f"lr_at with warmup_steps={warmup}, max_steps={max_steps} raised "
-             f"{error.type_name}, expected ValueError")
+        fail(
+            f"lr_at with warmup_steps={warmup}, max_steps={max_steps} raised "
+            f"{error.type_name}, expected ValueError"
+        )
 
 
 # -- train_step -----------------------------------------------------------------------------------
@@ -94,16 +129,29 @@ def batch(seed: int, B: int = 2, T: int = 5, vocab: int = 11, ignore: float = 0.
     return (x, y)
 
 
-def step_config(seed: int, n_micro: int, *, steps: int = 1, max_grad_norm: float = 1e9,
-                optimizer: str = "sgd", lr: float = 0.5, start_training: bool = False,
-                ignore: float = 0.0, B: int = 2, T: int = 5) -> dict:
+def step_config(
+    seed: int,
+    n_micro: int,
+    *,
+    steps: int = 1,
+    max_grad_norm: float = 1e9,
+    optimizer: str = "sgd",
+    lr: float = 0.5,
+    start_training: bool = False,
+    ignore: float = 0.0,
+    B: int = 2,
+    T: int = 5,
+) -> dict:
     return {
         "model": TOY | {"seed": seed},
         "optimizer": {"kind": optimizer, "lr": lr},
         "steps": [
-            {"micro_batches": [batch(seed * 100 + 10 * s + i, B, T, ignore=ignore)
-                               for i in range(n_micro)],
-             "max_grad_norm": max_grad_norm}
+            {
+                "micro_batches": [
+                    batch(seed * 100 + 10 * s + i, B, T, ignore=ignore) for i in range(n_micro)
+                ],
+                "max_grad_norm": max_grad_norm,
+            }
             for s in range(steps)
         ],
         "start_training": start_training,
@@ -146,8 +194,13 @@ def check_params(got: dict, config: dict, what: str, mistakes: dict[str, Callabl
     if same(got["params"], expected, rtol=1e-4, atol=1e-6):
         return
     answers = {key: expected_step(config, fn)["params"] for key, fn in mistakes.items()}
-    diagnose(got["params"], answers, rtol=1e-4, atol=1e-6,
-             detail=f"{what}: the parameters after the step are not the expected ones")
+    diagnose(
+        got["params"],
+        answers,
+        rtol=1e-4,
+        atol=1e-6,
+        detail=f"{what}: the parameters after the step are not the expected ones",
+    )
 
 
 STEP_MISTAKES = {
@@ -160,16 +213,23 @@ STEP_MISTAKES = {
 @pytest.mark.check("train-step-update")
 def test_train_step_update(student):
     config = step_config(1, 3)
-    check_params(run_step(student, config), config, "train_step(toy model, 3 micro-batches, SGD)",
-                 STEP_MISTAKES)
+    check_params(
+        run_step(student, config),
+        config,
+        "train_step(toy model, 3 micro-batches, SGD)",
+        STEP_MISTAKES,
+    )
 
 
 @pytest.mark.check("train-step-clips")
 def test_train_step_clips(student):
     config = step_config(2, 2, max_grad_norm=0.05)
-    check_params(run_step(student, config), config,
-                 "train_step(toy model, 2 micro-batches, max_grad_norm=0.05)",
-                 {"no-clip": functools.partial(worker.train_step, clip=False)} | STEP_MISTAKES)
+    check_params(
+        run_step(student, config),
+        config,
+        "train_step(toy model, 2 micro-batches, max_grad_norm=0.05)",
+        {"no-clip": functools.partial(worker.train_step, clip=False)} | STEP_MISTAKES,
+    )
 
 
 @pytest.mark.check("train-step-zeroes-grads")
@@ -185,8 +245,10 @@ def test_train_step_zeroes_grads(student):
 def micro_losses(config: dict) -> list[float]:
     model = worker.ToyLM(**config["model"])
     with torch.no_grad():
-        return [worker.next_token_loss(model, x, y).item()
-                for x, y in config["steps"][0]["micro_batches"]]
+        return [
+            worker.next_token_loss(model, x, y).item()
+            for x, y in config["steps"][0]["micro_batches"]
+        ]
 
 
 @pytest.mark.check("train-step-returns-mean")
@@ -198,9 +260,13 @@ def test_train_step_returns_mean(student):
     mean = sum(losses) / len(losses)
     if math.isclose(loss, mean, rel_tol=1e-5):
         return
-    diagnose(loss, {"sum": sum(losses), "last": losses[-1], "scaled": mean / len(losses)},
-             rtol=1e-5, detail=f"train_step returned {loss:.6g}; the micro-batch losses were "
-             f"{[round(v, 6) for v in losses]}, their mean {mean:.6g}")
+    diagnose(
+        loss,
+        {"sum": sum(losses), "last": losses[-1], "scaled": mean / len(losses)},
+        rtol=1e-5,
+        detail=f"train_step returned {loss:.6g}; the micro-batch losses were "
+        f"{[round(v, 6) for v in losses]}, their mean {mean:.6g}",
+    )
 
 
 @pytest.mark.check("train-step-train-mode")
@@ -209,8 +275,10 @@ def test_train_step_train_mode(student):
     got = run_step(student, config)
     modes = [as_bool(r["training"], "model.training") for r in got["records"]]
     if not modes or not all(modes):
-        fail(f"train_step ran the model in modes {modes} (True = train) on a model that "
-             "arrived in eval mode")
+        fail(
+            f"train_step ran the model in modes {modes} (True = train) on a model that "
+            "arrived in eval mode"
+        )
     check_params(got, config, "train_step on a model in eval mode", STEP_MISTAKES)
 
 
@@ -222,8 +290,12 @@ def eval_config(seed: int, n: int, *, start_training: bool = True, one_shot: boo
     batches = [batch(seed * 10 + i, B=1 + i, T=4, ignore=0.25 * i) for i in range(n)]
     for x, y in batches:
         y[0, 0] = int(x[0, 0])  # at least one target counts
-    return {"model": TOY | {"seed": seed}, "batches": batches, "start_training": start_training,
-            "one_shot": one_shot}
+    return {
+        "model": TOY | {"seed": seed},
+        "batches": batches,
+        "start_training": start_training,
+        "one_shot": one_shot,
+    }
 
 
 def token_weighted(config: dict) -> float:
@@ -245,8 +317,12 @@ def check_eval_loss(student, config: dict, what: str) -> dict:
     expected = worker.scenario_evaluate(worker.evaluate, **config)["loss"]
     if not math.isclose(loss, expected, rel_tol=1e-5):
         n = len(config["batches"])
-        diagnose(loss, {"token-weighted": token_weighted(config), "sum": expected * n},
-                 rtol=1e-5, detail=f"{what} returned {loss:.6g}, expected {expected:.6g}")
+        diagnose(
+            loss,
+            {"token-weighted": token_weighted(config), "sum": expected * n},
+            rtol=1e-5,
+            detail=f"{what} returned {loss:.6g}, expected {expected:.6g}",
+        )
     return got
 
 
@@ -273,18 +349,34 @@ def test_evaluate_restores_mode(student, start_training):
     got = run_evaluate(student, eval_config(3, 2, start_training=start_training))
     after = as_bool(got["training_after"], "model.training after evaluate")
     if after != start_training:
-        fail(f"a model in {'train' if start_training else 'eval'} mode left evaluate in "
-             f"{'train' if after else 'eval'} mode", "left-eval" if start_training else
-             "forced-train")
+        fail(
+            f"a model in {'train' if start_training else 'eval'} mode left evaluate in "
+            f"{'train' if after else 'eval'} mode",
+            "left-eval" if start_training else "forced-train",
+        )
 
 
 # -- fit ------------------------------------------------------------------------------------------
 
 
-def fit_oracle(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-               eval_batches=None, eval_every=None, restart: bool = False, lr_after: bool = False,
-               lr_never: bool = False, eval_from_zero: bool = False, final_eval: bool = True,
-               replay: bool = False, one_batch: bool = False) -> list[dict]:
+def fit_oracle(
+    model,
+    optimizer,
+    train_batches,
+    *,
+    steps,
+    grad_accum,
+    lr_schedule,
+    eval_batches=None,
+    eval_every=None,
+    restart: bool = False,
+    lr_after: bool = False,
+    lr_never: bool = False,
+    eval_from_zero: bool = False,
+    final_eval: bool = True,
+    replay: bool = False,
+    one_batch: bool = False,
+) -> list[dict]:
     """The loop as the contract says; the flags give classic mistakes."""
     import itertools
 
@@ -327,9 +419,16 @@ def fit_oracle(model, optimizer, train_batches, *, steps, grad_accum, lr_schedul
     return history
 
 
-def fit_config(seed: int, *, steps: int = 4, grad_accum: int = 2, n_batches: int = 3,
-               eval_every: int | None = None, with_eval: bool = False,
-               loader: bool = False) -> dict:
+def fit_config(
+    seed: int,
+    *,
+    steps: int = 4,
+    grad_accum: int = 2,
+    n_batches: int = 3,
+    eval_every: int | None = None,
+    with_eval: bool = False,
+    loader: bool = False,
+) -> dict:
     train: dict[str, Any]
     if loader:
         xs, ys = zip(*(batch(seed * 50 + i, B=1) for i in range(n_batches * 2)), strict=True)
@@ -357,17 +456,21 @@ def run_fit(student, config: dict, what: str) -> dict:
     try:
         got = student.scenario("fit", **config)
     except StudentError as error:
-        if "StopIteration" in (error.type_name, error.message) or \
-                "StopIteration" in error.message:
+        if "StopIteration" in (error.type_name, error.message) or "StopIteration" in error.message:
             fail(f"{what} raised {error.type_name}: {error.message}", "no-cycle")
         raise
-    history = as_list(got["history"], f"the history {what} returned",
-                      lambda v, w: v if isinstance(v, dict) else fail(f"{w} is not a dict"))
+    history = as_list(
+        got["history"],
+        f"the history {what} returned",
+        lambda v, w: v if isinstance(v, dict) else fail(f"{w} is not a dict"),
+    )
     for i, record in enumerate(history):
         keys = set(record)
         if not {"step", "lr", "loss"} <= keys <= {"step", "lr", "loss", "eval_loss"}:
-            fail(f"record {i} of the history has keys {sorted(keys)}; expected step, lr, loss "
-                 "(and eval_loss after an evaluation)")
+            fail(
+                f"record {i} of the history has keys {sorted(keys)}; expected step, lr, loss "
+                "(and eval_loss after an evaluation)"
+            )
         for key in keys - {"step"}:
             as_float(record[key], f"history[{i}][{key!r}]")
     return {"history": history, "step_lrs": got["step_lrs"], "params": got["params"]}
@@ -388,36 +491,55 @@ def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, 
     """Compare one ``part`` of the run: "history", "step_lrs" or "params"."""
     got = run_fit(student, config, what)
     expected = expected_fit(config)
-    if same(got[part], expected[part], rtol=1e-5, atol=1e-7) and \
-            same(got["params"], expected["params"], rtol=1e-4, atol=1e-6):
+    if same(got[part], expected[part], rtol=1e-5, atol=1e-7) and same(
+        got["params"], expected["params"], rtol=1e-4, atol=1e-6
+    ):
         return
     answers = {key: expected_fit(config, **FIT_MISTAKES[key])[part] for key in mistakes}
     if part == "history":
-        shown = [{k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}
-                 for r in got["history"][:6]]
+        shown = [
+            {k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}
+            for r in got["history"][:6]
+        ]
         detail = f"{what} returned the history {shown}"
     elif part == "step_lrs":
-        detail = f"{what}: the optimizer stepped with learning rates {got['step_lrs']}, expected "\
-                 f"{expected['step_lrs']}"
+        detail = (
+            f"{what}: the optimizer stepped with learning rates {got['step_lrs']}, expected "
+            f"{expected['step_lrs']}"
+        )
     else:
         detail = f"{what}: the parameters after training are not the expected ones"
     if not same(got[part], expected[part], rtol=1e-5, atol=1e-7):
         diagnose(got[part], answers, rtol=1e-5, atol=1e-7, detail=detail)
-    diagnose(got["params"], {k: expected_fit(config, **FIT_MISTAKES[k])["params"]
-                             for k in mistakes}, rtol=1e-4, atol=1e-6,
-             detail=f"{what}: the parameters after training are not the expected ones")
+    diagnose(
+        got["params"],
+        {k: expected_fit(config, **FIT_MISTAKES[k])["params"] for k in mistakes},
+        rtol=1e-4,
+        atol=1e-6,
+        detail=f"{what}: the parameters after training are not the expected ones",
+    )
 
 
 @pytest.mark.check("fit-history")
 def test_fit_history(student):
-    check_fit(student, fit_config(1), "fit(steps=4, grad_accum=2, 3 train batches)", "history",
-              ("restarts-each-step", "ignores-accum"))
+    check_fit(
+        student,
+        fit_config(1),
+        "fit(steps=4, grad_accum=2, 3 train batches)",
+        "history",
+        ("restarts-each-step", "ignores-accum"),
+    )
 
 
 @pytest.mark.check("fit-sets-lr")
 def test_fit_sets_lr(student):
-    check_fit(student, fit_config(2, steps=3), "fit(steps=3, lr_schedule=0.3 * 0.7**step)",
-              "step_lrs", ("lr-after-step", "lr-not-set"))
+    check_fit(
+        student,
+        fit_config(2, steps=3),
+        "fit(steps=3, lr_schedule=0.3 * 0.7**step)",
+        "step_lrs",
+        ("lr-after-step", "lr-not-set"),
+    )
 
 
 @pytest.mark.check("fit-evaluates")
@@ -427,9 +549,20 @@ def test_fit_evaluates(student):
     evaluated = [r["step"] for r in got["history"] if "eval_loss" in r]
     expected = [r["step"] for r in expected_fit(config)["history"] if "eval_loss" in r]
     if evaluated != expected:
-        answers = {key: [r["step"] for r in expected_fit(config, **FIT_MISTAKES[key])["history"]
-                         if "eval_loss" in r] for key in ("eval-off-by-one", "no-final-eval")}
-        diagnose(evaluated, answers, rtol=0, atol=0,
-                 detail=f"fit(steps=5, eval_every=2) evaluated after steps {evaluated}, "
-                 f"expected after steps {expected}")
+        answers = {
+            key: [
+                r["step"]
+                for r in expected_fit(config, **FIT_MISTAKES[key])["history"]
+                if "eval_loss" in r
+            ]
+            for key in ("eval-off-by-one", "no-final-eval")
+        }
+        diagnose(
+            evaluated,
+            answers,
+            rtol=0,
+            atol=0,
+            detail=f"fit(steps=5, eval_every=2) evaluated after steps {evaluated}, "
+            f"expected after steps {expected}",
+        )
     check_fit(student, config, "fit(steps=5, eval_every=2)", "history", ())

@@ -7,8 +7,16 @@ import torch
 from torch.utils.data import DataLoader
 
 from graders import worker
-from graders.checking import as_bool, as_int, as_list, as_pair, as_tensor, expect_close, \
-    expect_equal, fail, same
+from graders.checking import (
+    as_bool,
+    as_int,
+    as_list,
+    as_pair,
+    as_tensor,
+    expect_equal,
+    fail,
+    same,
+)
 
 
 def check_shift(student, ids: torch.Tensor, what: str) -> None:
@@ -28,8 +36,10 @@ def check_shift(student, ids: torch.Tensor, what: str) -> None:
     for key, answers in mistakes.items():
         if any(same((x, y), answer, rtol=0, atol=0) for answer in answers):
             fail(f"{what} gave inputs {x.tolist()} and targets {y.tolist()}", key)
-    fail(f"{what} gave inputs of shape {list(x.shape)} and targets of shape {list(y.shape)}; "
-         f"expected {list(expected[0].shape)} each: inputs ids[..., :-1], targets ids[..., 1:]")
+    fail(
+        f"{what} gave inputs of shape {list(x.shape)} and targets of shape {list(y.shape)}; "
+        f"expected {list(expected[0].shape)} each: inputs ids[..., :-1], targets ids[..., 1:]"
+    )
 
 
 @pytest.mark.check("shift-pairs")
@@ -71,8 +81,7 @@ def test_window_starts_short(student, args):
 
 
 def check_windows(student, ids, context_length: int, stride: int, what: str) -> None:
-    got = student.scenario("token_windows", ids=ids, context_length=context_length,
-                           stride=stride)
+    got = student.scenario("token_windows", ids=ids, context_length=context_length, stride=stride)
     expected = worker.scenario_token_windows(worker.TokenWindows, ids, context_length, stride)
     if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
         fail(f"{what} is not a torch.utils.data.Dataset")
@@ -91,12 +100,15 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
             key = "y-not-shifted"
         elif x.shape != want[0].shape or y.shape != want[1].shape:
             key = "wrong-length"
-        elif i and same(x, torch.as_tensor(ids)[i * context_length:][:context_length]):
+        elif i and same(x, torch.as_tensor(ids)[i * context_length :][:context_length]):
             key = "ignores-stride"
         else:
             key = None
-        fail(f"{what}[{i}] is (x={x.tolist()}, y={y.tolist()}); the window from start {start} "
-             f"is {window.tolist()}", key)
+        fail(
+            f"{what}[{i}] is (x={x.tolist()}, y={y.tolist()}); the window from start {start} "
+            f"is {window.tolist()}",
+            key,
+        )
 
 
 @pytest.mark.check("token-windows-items")
@@ -118,16 +130,23 @@ def test_token_windows_list_ids(student):
 
 
 def expected_loader(ids, batch_size, context_length, stride, epochs=1, **options) -> list:
-    return worker.scenario_make_loader(worker_make_loader, ids, batch_size, context_length,
-                                       stride, epochs=epochs, **options)["epochs"]
+    return worker.scenario_make_loader(
+        worker_make_loader, ids, batch_size, context_length, stride, epochs=epochs, **options
+    )["epochs"]
 
 
-def worker_make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
-                       seed=None) -> DataLoader:
+def worker_make_loader(
+    ids, batch_size, context_length, stride, shuffle=True, drop_last=True, seed=None
+) -> DataLoader:
     """The oracle: PyTorch's DataLoader over the trusted windows."""
     generator = None if seed is None else torch.Generator().manual_seed(seed)
-    return DataLoader(worker.TokenWindows(ids, context_length, stride), batch_size=batch_size,
-                      shuffle=shuffle, drop_last=drop_last, generator=generator)
+    return DataLoader(
+        worker.TokenWindows(ids, context_length, stride),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        generator=generator,
+    )
 
 
 def check_loader(student, what: str, mistakes: dict | None = None, **config) -> None:
@@ -142,32 +161,60 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
         for i, batch in enumerate(batches):
             for part in batch:
                 as_tensor(part, f"{what}: batch {i}", kind="int")
-        answers = {key: expected_loader(**(config | change))[epoch]
-                   for key, change in (mistakes or {}).items()}
+        answers = {
+            key: expected_loader(**(config | change))[epoch]
+            for key, change in (mistakes or {}).items()
+        }
         shapes = [list(b[0].shape) for b in batches]
         from graders.checking import diagnose
 
-        diagnose(batches, answers, rtol=0, atol=0,
-                 detail=f"{what}: epoch {epoch + 1} gave {len(batches)} batches of shapes "
-                 f"{shapes[:4]}{'...' if len(shapes) > 4 else ''}; expected {len(want)} batches"
-                 f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None
-                                           else ""))
+        diagnose(
+            batches,
+            answers,
+            rtol=0,
+            atol=0,
+            detail=f"{what}: epoch {epoch + 1} gave {len(batches)} batches of shapes "
+            f"{shapes[:4]}{'...' if len(shapes) > 4 else ''}; expected {len(want)} batches"
+            f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None else ""),
+        )
 
 
 @pytest.mark.check("make-loader-batches")
 def test_make_loader_batches(student):
     ids = torch.arange(50, 80)
-    check_loader(student, "make_loader(arange(50, 80), 3, 4, 2, shuffle=False, drop_last=False)",
-                 ids=ids, batch_size=3, context_length=4, stride=2, shuffle=False,
-                 drop_last=False, mistakes={"drop-last-ignored": {"drop_last": True}})
-    check_loader(student, "make_loader(arange(50, 80), 4, 5, 5, shuffle=False)",
-                 ids=ids, batch_size=4, context_length=5, stride=5, shuffle=False,
-                 mistakes={"drop-last-ignored": {"drop_last": False}})
+    check_loader(
+        student,
+        "make_loader(arange(50, 80), 3, 4, 2, shuffle=False, drop_last=False)",
+        ids=ids,
+        batch_size=3,
+        context_length=4,
+        stride=2,
+        shuffle=False,
+        drop_last=False,
+        mistakes={"drop-last-ignored": {"drop_last": True}},
+    )
+    check_loader(
+        student,
+        "make_loader(arange(50, 80), 4, 5, 5, shuffle=False)",
+        ids=ids,
+        batch_size=4,
+        context_length=5,
+        stride=5,
+        shuffle=False,
+        mistakes={"drop-last-ignored": {"drop_last": False}},
+    )
 
 
 @pytest.mark.check("make-loader-seeded")
 def test_make_loader_seeded(student):
     ids = torch.arange(200, 260)
-    check_loader(student, "make_loader(arange(200, 260), 2, 4, 3, seed=1234)",
-                 ids=ids, batch_size=2, context_length=4, stride=3, seed=1234,
-                 mistakes={"not-shuffled": {"shuffle": False}})
+    check_loader(
+        student,
+        "make_loader(arange(200, 260), 2, 4, 3, seed=1234)",
+        ids=ids,
+        batch_size=2,
+        context_length=4,
+        stride=3,
+        seed=1234,
+        mistakes={"not-shuffled": {"shuffle": False}},
+    )

@@ -7,7 +7,8 @@
   module, each function linked to the section that explains it, the ``nox -s grade --``
   command and the points (the sum of the lesson's ``[[lesson.check]]`` points);
 - in the instructor build (``COURSE_INSTRUCTOR=1``), a generated page per lesson showing
-  ``solutions/<module>.py``, linked from the box and listed in the navigation;
+  ``solutions/<module>.py``, linked from the box and listed in the navigation (written to
+  ``build/site-instructor`` instead of ``build/site`` unless ``-d`` says otherwise);
 - the learning path on the home page (``<!-- learning-path -->`` in ``course/index.md``).
 
 ``site/glossary.toml`` (the glossary) gives:
@@ -398,6 +399,11 @@ def on_config(config, **kwargs):
     STATE.entries = load_glossary(STATE.root / "site" / "glossary.toml")
     STATE.instructor = instructor_build()
     config.extra["instructor"] = STATE.instructor
+    # The instructor build carries the solutions: keep it out of the student site's folder.
+    student_site = (STATE.root / "build" / "site").resolve()
+    if STATE.instructor and Path(config.site_dir).resolve() == student_site:
+        config.site_dir = str(student_site.parent / "site-instructor")
+        log.info(f"course hook: instructor build, written to {config.site_dir}")
 
     # The chapters' exec'd examples import `solutions`: make the repository importable even
     # when mkdocs runs as a console script (whose sys.path[0] is the venv's bin/).
@@ -484,6 +490,7 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs):
     STATE.pages[src] = page
     lesson = STATE.by_page.get(src)
     if lesson is not None:
+        minutes = reading_minutes(markdown)  # the chapter's own words, as on the home page
         box = exercise_box(lesson, markdown)
         if EXERCISE_MARKER.search(markdown):
             markdown = EXERCISE_MARKER.sub(lambda _: box, markdown, count=1)
@@ -493,7 +500,7 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs):
                 "the exercise box was put under the title"
             )
             markdown = _insert_after_h1(markdown, box)
-        markdown = _insert_after_h1(markdown, chapter_meta(lesson, reading_minutes(markdown)))
+        markdown = _insert_after_h1(markdown, chapter_meta(lesson, minutes))
     if src == "index.md":
         if PATH_MARKER.search(markdown):
             markdown = PATH_MARKER.sub(lambda _: learning_path(), markdown, count=1)
@@ -566,11 +573,9 @@ def on_page_content(content: str, page, config, files, **kwargs):
     if lesson is not None:
         ids = set(_ID.findall(content))
         wanted = {f"sections.{f}": s for f, s in lesson.sections.items()}
-        for i, check in enumerate(lesson.checks):
+        for number, check in enumerate(lesson.checks, start=1):
             if check.get("section"):
-                wanted[f"check {i + 1} ({check.get('name', check.get('function', '?'))})"] = check[
-                    "section"
-                ]
+                wanted[f"check {check.get('id', number)}"] = check["section"]
         for where, section in wanted.items():
             if section not in ids:
                 log.warning(

@@ -1,0 +1,286 @@
+"""Lesson 8, Generation and GPT-2 weights: public checks.
+
+Sampling is compared draw for draw with the same seeded generator: the contract fixes one
+torch.multinomial call, so a correct sample_next gives exactly the trusted one's tokens.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graders import worker
+from graders.checking import as_bool, as_list, as_tensor, diagnose, expect_close, fail, same
+from graders.client import StudentError
+from graders.oracles import gpt2_state, ours_from_gpt2
+from graders.plugin import seeded
+
+# -- sample_next ----------------------------------------------------------------------------------
+
+
+def _logits(seed: int, B: int, V: int, scale: float = 2.0) -> torch.Tensor:
+    return scale * torch.randn(B, V, generator=torch.Generator().manual_seed(seed))
+
+
+def expected_sample(logits, temperature=1.0, top_k=None, seed=0) -> torch.Tensor:
+    return worker.sample_next(logits, temperature, top_k, torch.Generator().manual_seed(seed))
+
+
+def check_sample(
+    student, logits, what, *, temperature=1.0, top_k=None, seed=0, mistakes: dict | None = None
+) -> None:
+    result = student.call("sample_next", logits, temperature, top_k, seeded(seed))
+    expected = expected_sample(logits, temperature, top_k, seed)
+    answers = {"shape": expected.unsqueeze(-1)}
+    for key, change in (mistakes or {}).items():
+        answers[key] = expected_sample(
+            **(
+                {"logits": logits, "temperature": temperature, "top_k": top_k, "seed": seed}
+                | change
+            )
+        )
+    expect_close(result, expected, what, mistakes=answers)
+
+
+@pytest.mark.check("sample-greedy")
+def test_sample_greedy(student):
+    logits = _logits(1, 6, 9)
+    expect_close(
+        student.call("sample_next", logits, 0.0),
+        logits.argmax(dim=-1),
+        "sample_next(logits [6, 9], temperature=0)",
+    )
+    expect_close(
+        student.call("sample_next", logits, 0, 3),
+        logits.argmax(dim=-1),
+        "sample_next(logits [6, 9], temperature=0, top_k=3)",
+    )
+
+
+@pytest.mark.check("sample-seeded")
+def test_sample_seeded(student):
+    check_sample(
+        student, _logits(2, 64, 12), "sample_next(logits [64, 12], seeded generator)", seed=11
+    )
+
+
+@pytest.mark.check("sample-temperature")
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_sample_temperature(student, temperature):
+    logits = _logits(3, 64, 10)
+    check_sample(
+        student,
+        logits,
+        f"sample_next(logits [64, 10], temperature={temperature})",
+        temperature=temperature,
+        seed=12,
+        mistakes={"multiplies": {"logits": logits * temperature**2}},
+    )
+
+
+@pytest.mark.check("sample-top-k")
+def test_sample_top_k(student):
+    check_sample(
+        student,
+        _logits(4, 64, 10),
+        "sample_next(logits [64, 10], top_k=3)",
+        top_k=3,
+        seed=13,
+        mistakes={"top-k-ignored": {"top_k": None}},
+    )
+
+
+@pytest.mark.check("sample-top-k-capped")
+def test_sample_top_k_capped(student):
+    check_sample(
+        student, _logits(5, 32, 6), "sample_next(logits [32, 6], top_k=50)", top_k=50, seed=14
+    )
+
+
+# -- generate -------------------------------------------------------------------------------------
+
+
+def generate_oracle(
+    model,
+    ids,
+    max_new_tokens,
+    context_length,
+    temperature=1.0,
+    top_k=None,
+    generator=None,
+    *,
+    first: bool = False,
+    crop_start: bool = False,
+    only_new: bool = False,
+) -> torch.Tensor:
+    """The loop as the contract says; the flags give classic mistakes."""
+    start = ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            context = ids[:, :context_length] if crop_start else ids[:, -context_length:]
+            logits = model(context)[:, 0 if first else -1, :]
+            token = worker.sample_next(logits, temperature, top_k, generator)
+            ids = torch.cat([ids, token.unsqueeze(-1)], dim=-1)
+    return ids[:, start.shape[1] :] if only_new else ids
+
+
+def gen_config(model_seed: int, B: int, T: int, n: int, L: int, **options) -> dict:
+    """A toy model, a prompt and generate's arguments (``seed`` seeds the generator)."""
+    g = torch.Generator().manual_seed(model_seed)
+    return {
+        "model": {"vocab": 11, "dim": 8, "context_length": L, "seed": model_seed},
+        "ids": torch.randint(0, 11, (B, T), generator=g),
+        "max_new_tokens": n,
+        "context_length": L,
+    } | options
+
+
+def run_generate(student, config: dict, what: str) -> dict:
+    try:
+        got = student.scenario("generate", **config)
+    except StudentError as error:
+        if error.message.startswith("grader's toy model"):
+            fail(f"{what}: {error.message}", "not-cropped")
+        raise
+    ids = as_tensor(got["ids"], f"the ids {what} returned", kind="int")
+    records = as_list(got["records"], "the model's calls", lambda v, w: v)
+    return {"ids": ids, "records": records}
+
+
+def expected_generate(config: dict, **mistake: bool) -> torch.Tensor:
+    def fn(*args, **kwargs):
+        return generate_oracle(*args, **kwargs, **mistake)
+
+    return worker.scenario_generate(fn, **config)["ids"]
+
+
+def check_generate(student, config: dict, what: str, mistakes: tuple[str, ...] = ()) -> dict:
+    got = run_generate(student, config, what)
+    flags = {"first-position": "first", "cropped-start": "crop_start", "only-new": "only_new"}
+    answers = {key: expected_generate(config, **{flags[key]: True}) for key in mistakes}
+    expect_close(got["ids"], expected_generate(config), what, mistakes=answers)
+    return got
+
+
+@pytest.mark.check("generate-greedy")
+def test_generate_greedy(student):
+    config = gen_config(1, 2, 3, 4, 8, temperature=0.0)
+    check_generate(
+        student,
+        config,
+        "generate(toy model, ids [2, 3], 4 new tokens, greedy)",
+        ("first-position", "only-new"),
+    )
+
+
+@pytest.mark.check("generate-crops-context")
+def test_generate_crops_context(student):
+    config = gen_config(2, 2, 5, 6, 4, temperature=0.0)
+    check_generate(
+        student, config, "generate(ids [2, 5], 6 new tokens, context_length=4)", ("cropped-start",)
+    )
+
+
+@pytest.mark.check("generate-seeded")
+def test_generate_seeded(student):
+    config = gen_config(3, 3, 2, 6, 5, temperature=0.8, top_k=4, seed=21)
+    check_generate(student, config, "generate(temperature=0.8, top_k=4, seeded generator)")
+
+
+@pytest.mark.check("generate-no-grad")
+def test_generate_no_grad(student):
+    config = gen_config(4, 1, 2, 3, 8, temperature=0.0)
+    got = check_generate(student, config, "generate(ids [1, 2], 3 new tokens)")
+    if any(as_bool(r["grad"], "grad mode") for r in got["records"]):
+        fail("the model ran with gradients enabled during generate")
+
+
+# -- load_gpt2_state_dict ---------------------------------------------------------------------
+
+
+def as_state(value, what: str) -> dict:
+    if type(value) is not dict:
+        fail(f"{what} should be a dict of tensors")
+    for key, tensor in value.items():
+        if type(key) is not str:
+            fail(f"{what} has a key {key!r} that is not a string")
+        as_tensor(tensor, f"{what}[{key!r}]")
+    return value
+
+
+def load(student, hf: dict, what: str) -> dict:
+    return as_state(student.call("load_gpt2_state_dict", hf), what)
+
+
+def check_keys(got: dict, hf: dict, what: str) -> None:
+    expected = ours_from_gpt2(hf)
+    keys = sorted(got)
+    if keys == sorted(expected):
+        return
+    answers = {
+        "drops-c-attn-bias": sorted(ours_from_gpt2(hf, drop_c_attn_bias=True)),
+        "keeps-buffers": sorted(ours_from_gpt2(hf, keep_buffers=True)),
+        "prefixes-lm-head": sorted(
+            k if k != "lm_head.weight" else "transformer.lm_head.weight" for k in expected
+        ),
+        "no-prefix": sorted(ours_from_gpt2(hf, add_prefix=False)),
+        "not-tied": sorted(ours_from_gpt2(hf, tie=False)),
+    }
+    missing = sorted(set(expected) - set(keys))
+    extra = sorted(set(keys) - set(expected))
+    diagnose(
+        keys,
+        answers,
+        rtol=0,
+        atol=0,
+        detail=f"{what}: missing keys {missing[:4]}{'...' if len(missing) > 4 else ''}, "
+        f"unexpected keys {extra[:4]}{'...' if len(extra) > 4 else ''}",
+    )
+
+
+def check_values(got: dict, hf: dict, what: str) -> None:
+    expected = ours_from_gpt2(hf)
+    shared = sorted(set(got) & set(expected))
+    if not shared:
+        fail(f"{what} has none of the expected keys")
+    if same({k: got[k] for k in shared}, {k: expected[k] for k in shared}, rtol=0, atol=0):
+        return
+    wrong = [k for k in shared if not same(got[k], expected[k], rtol=0, atol=0)]
+    answers = {
+        key: {k: ours_from_gpt2(hf, **flags)[k] for k in shared}
+        for key, flags in (
+            ("not-transposed", {"transpose": False}),
+            ("transposes-all", {"transpose": False, "transpose_all": True}),
+        )
+    }
+    diagnose(
+        {k: got[k] for k in shared},
+        answers,
+        rtol=0,
+        atol=0,
+        detail=f"{what}: wrong values (or layouts) for {wrong[:4]}",
+    )
+
+
+@pytest.mark.check("load-gpt2-keys")
+def test_load_gpt2_keys(student):
+    hf = gpt2_state(2, 4, 7, 5, seed=1, prefix=True, lm_head=True)
+    check_keys(
+        load(student, hf, "load_gpt2_state_dict(2 layers)"), hf, "load_gpt2_state_dict(2 layers)"
+    )
+
+
+@pytest.mark.check("load-gpt2-transposes")
+def test_load_gpt2_transposes(student):
+    hf = gpt2_state(2, 4, 7, 5, seed=2, prefix=True, lm_head=True)
+    check_values(
+        load(student, hf, "load_gpt2_state_dict(2 layers)"), hf, "load_gpt2_state_dict(2 layers)"
+    )
+
+
+@pytest.mark.check("load-gpt2-hub-keys")
+def test_load_gpt2_hub_keys(student):
+    hf = gpt2_state(2, 4, 7, 5, seed=3, prefix=False, lm_head=False, masked_bias=False)
+    got = load(student, hf, "load_gpt2_state_dict(the Hub's keys)")
+    check_keys(got, hf, "load_gpt2_state_dict(keys without 'transformer.', no lm_head)")
+    check_values(got, hf, "load_gpt2_state_dict(keys without 'transformer.', no lm_head)")

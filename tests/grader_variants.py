@@ -1,0 +1,1146 @@
+"""Implementations for testing the graders: plausible wrong ones, correct-but-different ones.
+
+Each ``Variant`` replaces one function (or class, or method) of a copy of solutions/ with its
+``source``. A wrong variant must lose points on its function, with a failed check whose hint
+contains ``hint`` (the text that names its mistake); a right one must keep every point.
+``build_target`` writes such a copy; ``rounds`` groups variants so that one grading run
+checks many of them at once (at most one variant per function and round; the graders plug
+trusted versions of a function's own lesson dependencies in, so variants of different
+functions never disturb each other).
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Variant:
+    module: str  # the lesson module, e.g. "windows"
+    name: str  # the function or class, or "Class.method"
+    label: str  # a short name for the test id
+    source: str  # the replacement definition
+    hint: str | None = None  # for a wrong variant: text the hint of a failed check must contain
+
+    @property
+    def function(self) -> str:
+        return self.name.split(".")[0]
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}.{self.name}:{self.label}"
+
+
+def replace_definition(source: str, name: str, new: str) -> str:
+    """``source`` with the definition of ``name`` ("f", "C" or "C.method") replaced by ``new``."""
+    tree = ast.parse(source)
+    scope: list[ast.stmt] = tree.body
+    *outer, last = name.split(".")
+    for part in outer:
+        scope = next(n for n in scope if isinstance(n, ast.ClassDef) and n.name == part).body
+    node = next(
+        n
+        for n in scope
+        if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) and n.name == last
+    )
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    lines = source.splitlines(keepends=True)
+    body = textwrap.indent(textwrap.dedent(new).strip("\n") + "\n", " " * node.col_offset)
+    return "".join(lines[: first - 1]) + body + "".join(lines[node.end_lineno :])
+
+
+def build_target(directory: Path, variants: list[Variant] | tuple[Variant, ...] = ()) -> Path:
+    """A copy of solutions/ in ``directory``/submission with ``variants`` applied."""
+    target = directory / "submission"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    for variant in variants:
+        path = target / f"{variant.module}.py"
+        path.write_text(replace_definition(path.read_text(), variant.name, variant.source))
+    return target
+
+
+def rounds(variants: list[Variant]) -> list[list[Variant]]:
+    """Variants grouped so that no two in a group touch the same function."""
+    groups: list[list[Variant]] = []
+    for variant in variants:
+        for group in groups:
+            if all((v.module, v.function) != (variant.module, variant.function) for v in group):
+                group.append(variant)
+                break
+        else:
+            groups.append([variant])
+    return groups
+
+
+def V(module: str, name: str, label: str, hint: str | None, source: str) -> Variant:  # noqa: N802
+    return Variant(module, name, label, source, hint)
+
+
+# The harness's own hints (graders/hints.py) for failures any check can see.
+IN_PLACE = "changed its input in place"
+NOT_PLAIN = "return plain data"
+
+WRONG: list[Variant] = [
+    # -- tokens -----------------------------------------------------------------------------------
+    V("tokens", "split_pieces", "str-split", "join back to the text", """
+        def split_pieces(text):
+            return text.split()
+    """),
+    V("tokens", "split_pieces", "space-apart", "keeps the space before a word", r'''
+        def split_pieces(text):
+            return regex.findall(r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", text)
+    '''),
+    V("tokens", "split_pieces", "no-contractions", "contractions", r'''
+        def split_pieces(text):
+            return regex.findall(r" ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", text)
+    '''),
+    V("tokens", "split_pieces", "re-module", "regex package", """
+        def split_pieces(text):
+            import re
+            return re.findall(GPT2_PATTERN, text)
+    """),
+    V("tokens", "bpe_merge", "first-pair", "not the first mergeable pair", """
+        def bpe_merge(piece, ranks):
+            parts = [piece[i : i + 1] for i in range(len(piece))]
+            merged = True
+            while merged:
+                merged = False
+                for i in range(len(parts) - 1):
+                    if parts[i] + parts[i + 1] in ranks:
+                        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+                        merged = True
+                        break
+            return [ranks[p] for p in parts]
+    """),
+    V("tokens", "bpe_merge", "rightmost-tie", "merge the leftmost one", """
+        def bpe_merge(piece, ranks):
+            parts = [piece[i : i + 1] for i in range(len(piece))]
+            while len(parts) > 1:
+                best_rank, best_at = None, -1
+                for i in range(len(parts) - 1):
+                    rank = ranks.get(parts[i] + parts[i + 1])
+                    if rank is not None and (best_rank is None or rank <= best_rank):
+                        best_rank, best_at = rank, i
+                if best_rank is None:
+                    break
+                parts[best_at : best_at + 2] = [parts[best_at] + parts[best_at + 1]]
+            return [ranks[part] for part in parts]
+    """),
+    V("tokens", "bpe_merge", "returns-parts", "return the ranks", """
+        def bpe_merge(piece, ranks):
+            parts = [piece[i : i + 1] for i in range(len(piece))]
+            while len(parts) > 1:
+                pairs = [(ranks[a + b], i) for i, (a, b) in enumerate(zip(parts, parts[1:]))
+                         if a + b in ranks]
+                if not pairs:
+                    break
+                _, i = min(pairs)
+                parts[i : i + 2] = [parts[i] + parts[i + 1]]
+            return parts
+    """),
+    V("tokens", "bpe_merge", "one-pass", "look at all the pairs again", """
+        def bpe_merge(piece, ranks):
+            parts = [piece[i : i + 1] for i in range(len(piece))]
+            i = 0
+            while i < len(parts) - 1:
+                if parts[i] + parts[i + 1] in ranks:
+                    parts[i : i + 2] = [parts[i] + parts[i + 1]]
+                i += 1
+            return [ranks[p] for p in parts]
+    """),
+    V("tokens", "encode", "no-split", "split the text into pieces first", """
+        def encode(text):
+            return list(bpe_merge(text.encode("utf-8"), bpe_ranks())) if text else []
+    """),
+    V("tokens", "encode", "special-token", "plain text here", """
+        def encode(text):
+            ids = []
+            for n, part in enumerate(text.split("<|endoftext|>")):
+                if n:
+                    ids.append(EOT_ID)
+                for piece in split_pieces(part):
+                    ids.extend(_encode_piece(piece))
+            return ids
+    """),
+    V("tokens", "encode", "latin-1", "UTF-8 bytes", """
+        def encode(text):
+            ids = []
+            for piece in split_pieces(text):
+                ids.extend(bpe_merge(piece.encode("latin-1", errors="replace"), bpe_ranks()))
+            return ids
+    """),
+    V("tokens", "decode", "strict", "errors='replace'", """
+        def decode(ids):
+            return b"".join(id_to_bytes()[i] for i in ids).decode("utf-8")
+    """),
+    V("tokens", "decode", "per-token", "decode once", """
+        def decode(ids):
+            table = id_to_bytes()
+            return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
+    """),
+    V("tokens", "decode", "no-endoftext", "id 50256 is <|endoftext|>", """
+        def decode(ids):
+            table = {rank: token for token, rank in bpe_ranks().items()}
+            return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
+    """),
+    # -- embeddings -------------------------------------------------------------------------------
+    V("embeddings", "lookup", "off-by-one", "ids are 0-based", """
+        def lookup(table, ids):
+            return table[ids - 1]
+    """),
+    V("embeddings", "lookup", "flattened", "keep the shape of ids", """
+        def lookup(table, ids):
+            return table.index_select(0, ids.flatten())
+    """),
+    V("embeddings", "one_hot_lookup", "no-num-classes", "num_classes", """
+        def one_hot_lookup(table, ids):
+            return F.one_hot(ids).to(table.dtype) @ table
+    """),
+    V("embeddings", "one_hot_lookup", "float32", "to the table's dtype", """
+        def one_hot_lookup(table, ids):
+            return F.one_hot(ids, num_classes=table.shape[0]).float() @ table
+    """),
+    V("embeddings", "add_positions", "whole-table", "slice the first T rows", """
+        def add_positions(vectors, pos_table):
+            if vectors.shape[1] > pos_table.shape[0]:
+                raise ValueError(f"T={vectors.shape[1]} > L={pos_table.shape[0]}")
+            return vectors + pos_table
+    """),
+    V("embeddings", "add_positions", "raises-at-equal", "T == L fits", """
+        def add_positions(vectors, pos_table):
+            T, L = vectors.shape[1], pos_table.shape[0]
+            if T >= L:
+                raise ValueError(f"T={T} L={L}")
+            return vectors + pos_table[:T]
+    """),
+    V("embeddings", "add_positions", "no-numbers", "contain both T and L", """
+        def add_positions(vectors, pos_table):
+            if vectors.shape[1] > pos_table.shape[0]:
+                raise ValueError("the sequence is too long")
+            return vectors + pos_table[: vectors.shape[1]]
+    """),
+    V("embeddings", "add_positions", "index-error", "raise ValueError yourself", """
+        def add_positions(vectors, pos_table):
+            T = vectors.shape[1]
+            return vectors + pos_table[torch.arange(T)]
+    """),
+    V("embeddings", "add_positions", "in-place", IN_PLACE, """
+        def add_positions(vectors, pos_table):
+            T, L = vectors.shape[1], pos_table.shape[0]
+            if T > L:
+                raise ValueError(f"T={T} > L={L}")
+            vectors += pos_table[:T]
+            return vectors
+    """),
+    V("embeddings", "nearest", "dot-product", "divide by the vectors' lengths", """
+        def nearest(table, index, k):
+            sims = table @ table[index]
+            sims[index] = -float("inf")
+            values, rows = torch.topk(sims, k)
+            return [(int(r), float(v)) for r, v in zip(rows, values)]
+    """),
+    V("embeddings", "nearest", "includes-self", "leave row index itself out", """
+        def nearest(table, index, k):
+            sims = F.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
+            values, rows = torch.topk(sims, k)
+            return [(int(r), float(v)) for r, v in zip(rows, values)]
+    """),
+    V("embeddings", "nearest", "tensors", "Python int and a Python float", """
+        def nearest(table, index, k):
+            sims = F.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
+            sims[index] = -float("inf")
+            values, rows = torch.topk(sims, k)
+            return list(zip(rows, values))
+    """),
+    # -- windows ----------------------------------------------------------------------------------
+    V("windows", "shift", "swapped", "swapped", """
+        def shift(ids):
+            return ids[..., 1:], ids[..., :-1]
+    """),
+    V("windows", "shift", "first-dim", "last dimension", """
+        def shift(ids):
+            return ids[:-1], ids[1:]
+    """),
+    V("windows", "shift", "not-shifted", "targets are not shifted", """
+        def shift(ids):
+            return ids[..., :-1], ids[..., :-1]
+    """),
+    V("windows", "window_starts", "no-target-room", "context_length + 1 tokens", """
+        def window_starts(n_tokens, context_length, stride):
+            return list(range(0, n_tokens - context_length + 1, stride))
+    """),
+    V("windows", "window_starts", "misses-last", "ends exactly at the last token", """
+        def window_starts(n_tokens, context_length, stride):
+            return list(range(0, n_tokens - context_length - 1, stride))
+    """),
+    V("windows", "window_starts", "range-object", NOT_PLAIN, """
+        def window_starts(n_tokens, context_length, stride):
+            return range(0, max(n_tokens - context_length, 0), stride)
+    """),
+    V("windows", "TokenWindows.__getitem__", "y-equals-x", "targets are not shifted", """
+        def __getitem__(self, i):
+            start = self.starts[i]
+            window = self.ids[start : start + self.context_length]
+            return window, window
+    """),
+    V("windows", "TokenWindows.__len__", "len-plus-one", "number of window starts", """
+        def __len__(self):
+            return len(self.ids) - self.context_length
+    """),
+    V("windows", "TokenWindows.__init__", "list-kept", "convert it with torch.as_tensor", """
+        def __init__(self, ids, context_length, stride):
+            self.ids = ids
+            self.context_length = context_length
+            self.starts = window_starts(len(ids), context_length, stride)
+    """),
+    V("windows", "make_loader", "global-seed", "generator=torch.Generator().manual_seed", """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            if seed is not None:
+                torch.manual_seed(seed)
+            return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
+                              shuffle=shuffle, drop_last=drop_last)
+    """),
+    V("windows", "make_loader", "drop-last-ignored", "pass drop_last on", """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            generator = torch.Generator().manual_seed(seed) if seed is not None else None
+            return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
+                              shuffle=shuffle, drop_last=True, generator=generator)
+    """),
+    # -- attention --------------------------------------------------------------------------------
+    V("attention", "causal_mask", "inverted", "mask is inverted", """
+        def causal_mask(T):
+            return torch.ones(T, T, dtype=torch.bool).triu(1)
+    """),
+    V("attention", "causal_mask", "no-diagonal", "attend to itself", """
+        def causal_mask(T):
+            return torch.ones(T, T, dtype=torch.bool).tril(-1)
+    """),
+    V("attention", "causal_mask", "float", "bool tensor", """
+        def causal_mask(T):
+            return torch.ones(T, T).tril()
+    """),
+    V("attention", "attention", "no-sqrt-d", "missing √D", """
+        def attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return torch.softmax(scores, dim=-1) @ v
+    """),
+    V("attention", "attention", "mask-inverted", "mask inverted", """
+        def attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(mask, float("-inf"))
+            return torch.softmax(scores, dim=-1) @ v
+    """),
+    V("attention", "attention", "mask-ignored", "mask not applied", """
+        def attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            return torch.softmax(scores, dim=-1) @ v
+    """),
+    V("attention", "attention", "overflow", "softmax overflow", """
+        def attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            weights = scores.exp()
+            if mask is not None:
+                weights = weights * mask
+            return weights / weights.sum(dim=-1, keepdim=True) @ v
+    """),
+    V("attention", "attention", "softmax-dim", "softmax over the keys", """
+        def attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return torch.softmax(scores, dim=-2) @ v
+    """),
+    # -- objective --------------------------------------------------------------------------------
+    V("objective", "cross_entropy", "mean-over-all", "mean over ignored positions", """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            kept = logits[keep]
+            peak = kept.max(dim=-1, keepdim=True).values
+            log_norm = peak.squeeze(-1) + (kept - peak).exp().sum(dim=-1).log()
+            picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (log_norm - picked).sum() / len(targets)
+    """),
+    V("objective", "cross_entropy", "overflow", "overflow on logits of 1e4", """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            kept = logits[keep]
+            log_norm = kept.exp().sum(dim=-1).log()
+            picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (log_norm - picked).mean()
+    """),
+    V("objective", "cross_entropy", "not-ignored", "ignore_index must be left out", """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            log_probs = logits - logits.logsumexp(dim=-1, keepdim=True)
+            return -log_probs[range(len(targets)), targets].mean()
+    """),
+    V("objective", "cross_entropy", "hard-coded-ignore", "use the ignore_index argument", """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != -100
+            kept = logits[keep]
+            log_norm = kept.logsumexp(dim=-1)
+            picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (log_norm - picked).mean()
+    """),
+    V("objective", "lm_loss", "not-shifted", "targets are not shifted", """
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            V = logits.shape[-1]
+            return cross_entropy(logits.reshape(-1, V), input_ids.reshape(-1), ignore_index)
+    """),
+    V("objective", "lm_loss", "backwards", "shift the other way", """
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            V = logits.shape[-1]
+            return cross_entropy(logits[:, 1:].reshape(-1, V), input_ids[:, :-1].reshape(-1),
+                                 ignore_index)
+    """),
+    V("objective", "lm_loss", "ignore-index-dropped", "pass ignore_index on", """
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            V = logits.shape[-1]
+            return cross_entropy(logits[:, :-1].reshape(-1, V), input_ids[:, 1:].reshape(-1))
+    """),
+    V("objective", "perplexity", "base-two", "use e, not 2", """
+        def perplexity(loss):
+            return 2.0 ** float(loss)
+    """),
+    V("objective", "perplexity", "tensor", "Python float", """
+        def perplexity(loss):
+            import torch
+            return torch.exp(torch.as_tensor(loss))
+    """),
+    V("objective", "pad_targets", "in-place", IN_PLACE, """
+        def pad_targets(targets, pad_id, ignore_index=-100):
+            targets[targets == pad_id] = ignore_index
+            return targets
+    """),
+    V("objective", "pad_targets", "hard-coded-ignore", "use the ignore_index argument", """
+        def pad_targets(targets, pad_id, ignore_index=-100):
+            return targets.masked_fill(targets == pad_id, -100)
+    """),
+    V("objective", "pad_targets", "zero-not-pad", "compare with pad_id", """
+        def pad_targets(targets, pad_id, ignore_index=-100):
+            return targets.masked_fill(targets == 0, ignore_index)
+    """),
+    # -- packing ----------------------------------------------------------------------------------
+    V("packing", "pack", "no-eos", "end every document with eos_id", """
+        def pack(docs, seq_len, eos_id):
+            stream = [t for doc in docs for t in doc]
+            owners = [i for i, doc in enumerate(docs) for _ in doc]
+            n = len(stream) // seq_len
+            return (torch.tensor(stream[: n * seq_len], dtype=torch.long).reshape(n, seq_len),
+                    torch.tensor(owners[: n * seq_len], dtype=torch.long).reshape(n, seq_len))
+    """),
+    V("packing", "pack", "padded", "drop the incomplete last row", """
+        def pack(docs, seq_len, eos_id):
+            stream = [t for doc in docs for t in doc + [eos_id]]
+            owners = [i for i, doc in enumerate(docs) for _ in doc + [eos_id]]
+            while len(stream) % seq_len:
+                stream.append(eos_id)
+                owners.append(owners[-1])
+            n = len(stream) // seq_len
+            return (torch.tensor(stream, dtype=torch.long).reshape(n, seq_len),
+                    torch.tensor(owners, dtype=torch.long).reshape(n, seq_len))
+    """),
+    V("packing", "pack", "eos-next-doc", "belongs to the document it ends", """
+        def pack(docs, seq_len, eos_id):
+            stream = [t for doc in docs for t in doc + [eos_id]]
+            owners = [i + (j == len(doc)) for i, doc in enumerate(docs) for j in range(len(doc) + 1)]
+            n = len(stream) // seq_len
+            return (torch.tensor(stream[: n * seq_len], dtype=torch.long).reshape(n, seq_len),
+                    torch.tensor(owners[: n * seq_len], dtype=torch.long).reshape(n, seq_len))
+    """),
+    V("packing", "document_mask", "causal-only", "block-diagonal", """
+        def document_mask(doc_ids):
+            B, T = doc_ids.shape
+            return torch.ones(T, T, dtype=torch.bool).tril().expand(B, T, T).clone()
+    """),
+    V("packing", "document_mask", "not-causal", "causal too", """
+        def document_mask(doc_ids):
+            return doc_ids.unsqueeze(-1) == doc_ids.unsqueeze(-2)
+    """),
+    V("packing", "position_ids", "not-reset", "not reset per document", """
+        def position_ids(doc_ids):
+            return torch.arange(doc_ids.shape[1]).expand_as(doc_ids).clone()
+    """),
+    V("packing", "position_ids", "row-continues", "a row's first token starts a run", """
+        def position_ids(doc_ids):
+            flat = doc_ids.flatten().tolist()
+            out, count = [], 0
+            for t, doc in enumerate(flat):
+                count = count + 1 if t and doc == flat[t - 1] else 0
+                out.append(count)
+            return torch.tensor(out).reshape(doc_ids.shape)
+    """),
+    V("packing", "packed_targets", "crosses", "cross a document boundary", """
+        def packed_targets(input_ids, doc_ids, ignore_index=-100):
+            targets = torch.full_like(input_ids, ignore_index)
+            targets[:, :-1] = input_ids[:, 1:]
+            return targets
+    """),
+    V("packing", "packed_targets", "wraps", "the last position has no next token", """
+        def packed_targets(input_ids, doc_ids, ignore_index=-100):
+            same = torch.roll(doc_ids, -1, dims=1) == doc_ids
+            return torch.roll(input_ids, -1, dims=1).masked_fill(~same, ignore_index)
+    """),
+    # -- training ---------------------------------------------------------------------------------
+    V("training", "lr_at", "zero-start", "starting at 0", """
+        def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
+            if not 0 <= warmup_steps < max_steps:
+                raise ValueError("bad schedule")
+            if step < warmup_steps:
+                return max_lr * step / warmup_steps
+            if step > max_steps:
+                return min_lr
+            progress = (step - warmup_steps) / (max_steps - warmup_steps)
+            return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+    """),
+    V("training", "lr_at", "to-zero", "not down to 0", """
+        def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
+            if not 0 <= warmup_steps < max_steps:
+                raise ValueError("bad schedule")
+            if step < warmup_steps:
+                return max_lr * (step + 1) / warmup_steps
+            if step > max_steps:
+                return min_lr
+            progress = (step - warmup_steps) / (max_steps - warmup_steps)
+            return 0.5 * max_lr * (1.0 + math.cos(math.pi * progress))
+    """),
+    V("training", "lr_at", "keeps-cycling", "stay at min_lr", """
+        def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
+            if not 0 <= warmup_steps < max_steps:
+                raise ValueError("bad schedule")
+            if step < warmup_steps:
+                return max_lr * (step + 1) / warmup_steps
+            progress = (step - warmup_steps) / (max_steps - warmup_steps)
+            return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+    """),
+    V("training", "lr_at", "no-validation", "raise ValueError unless", """
+        def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
+            if step < warmup_steps:
+                return max_lr * (step + 1) / warmup_steps
+            if step > max_steps:
+                return min_lr
+            progress = (step - warmup_steps) / max(max_steps - warmup_steps, 1)
+            return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+    """),
+    V("training", "train_step", "unscaled", "without loss scaling", """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            total = 0.0
+            for x, y in micro_batches:
+                loss = next_token_loss(model, x, y)
+                loss.backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad()
+            return total / len(micro_batches)
+    """),
+    V("training", "train_step", "not-zeroed", "not zeroing grads", """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            total = 0.0
+            for x, y in micro_batches:
+                loss = next_token_loss(model, x, y)
+                (loss / len(micro_batches)).backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            return total / len(micro_batches)
+    """),
+    V("training", "train_step", "no-clip", "clip", """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            total = 0.0
+            for x, y in micro_batches:
+                loss = next_token_loss(model, x, y)
+                (loss / len(micro_batches)).backward()
+                total += loss.item()
+            optimizer.step()
+            optimizer.zero_grad()
+            return total / len(micro_batches)
+    """),
+    V("training", "train_step", "no-train-mode", "model.train()", """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            total = 0.0
+            for x, y in micro_batches:
+                loss = next_token_loss(model, x, y)
+                (loss / len(micro_batches)).backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad()
+            return total / len(micro_batches)
+    """),
+    V("training", "train_step", "returns-sum", "not their sum", """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            total = 0.0
+            for x, y in micro_batches:
+                loss = next_token_loss(model, x, y)
+                (loss / len(micro_batches)).backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad()
+            return total
+    """),
+    V("training", "evaluate", "left-eval", "not restoring train mode", """
+        def evaluate(model, batches):
+            model.eval()
+            with torch.no_grad():
+                losses = [next_token_loss(model, x, y).item() for x, y in batches]
+            return sum(losses) / len(losses)
+    """),
+    V("training", "evaluate", "forced-train", "must stay in eval mode", """
+        def evaluate(model, batches):
+            model.eval()
+            with torch.no_grad():
+                losses = [next_token_loss(model, x, y).item() for x, y in batches]
+            model.train()
+            return sum(losses) / len(losses)
+    """),
+    V("training", "evaluate", "with-grad", "without gradients", """
+        def evaluate(model, batches):
+            was = model.training
+            model.eval()
+            losses = [next_token_loss(model, x, y).item() for x, y in batches]
+            model.train(was)
+            return sum(losses) / len(losses)
+    """),
+    V("training", "evaluate", "token-weighted", "each batch counts once", """
+        def evaluate(model, batches):
+            was = model.training
+            model.eval()
+            total, count = 0.0, 0
+            with torch.no_grad():
+                for x, y in batches:
+                    n = int((y != -100).sum())
+                    total += next_token_loss(model, x, y).item() * n
+                    count += n
+            model.train(was)
+            return total / count
+    """),
+    V("training", "evaluate", "len-of-batches", "even a one-shot generator", """
+        def evaluate(model, batches):
+            was = model.training
+            model.eval()
+            with torch.no_grad():
+                total = sum(next_token_loss(model, x, y).item() for x, y in batches)
+            model.train(was)
+            return total / len(batches)
+    """),
+    V("training", "fit", "lr-after-step", "before the step, not after", """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            batches = _cycle(train_batches)
+            history = []
+            for step in range(steps):
+                micro = [next(batches) for _ in range(grad_accum)]
+                loss = train_step(model, micro, optimizer)
+                lr = lr_schedule(step)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                record = {"step": step, "lr": lr, "loss": loss}
+                due = eval_every is not None and (step + 1) % eval_every == 0
+                if eval_batches is not None and (due or step == steps - 1):
+                    record["eval_loss"] = evaluate(model, eval_batches)
+                history.append(record)
+            return history
+    """),
+    V("training", "fit", "eval-from-zero", "eval_every-th step", """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            batches = _cycle(train_batches)
+            history = []
+            for step in range(steps):
+                lr = lr_schedule(step)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                micro = [next(batches) for _ in range(grad_accum)]
+                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
+                due = eval_every is not None and step % eval_every == 0
+                if eval_batches is not None and (due or step == steps - 1):
+                    record["eval_loss"] = evaluate(model, eval_batches)
+                history.append(record)
+            return history
+    """),
+    V("training", "fit", "no-cycle", "start a fresh iter(train_batches)", """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            batches = iter(train_batches)
+            history = []
+            for step in range(steps):
+                lr = lr_schedule(step)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                micro = [next(batches) for _ in range(grad_accum)]
+                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
+                due = eval_every is not None and (step + 1) % eval_every == 0
+                if eval_batches is not None and (due or step == steps - 1):
+                    record["eval_loss"] = evaluate(model, eval_batches)
+                history.append(record)
+            return history
+    """),
+    V("training", "fit", "itertools-cycle", "itertools.cycle replays", """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            import itertools
+            batches = itertools.cycle(train_batches)
+            history = []
+            for step in range(steps):
+                lr = lr_schedule(step)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                micro = [next(batches) for _ in range(grad_accum)]
+                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
+                due = eval_every is not None and (step + 1) % eval_every == 0
+                if eval_batches is not None and (due or step == steps - 1):
+                    record["eval_loss"] = evaluate(model, eval_batches)
+                history.append(record)
+            return history
+    """),
+    # -- generation -------------------------------------------------------------------------------
+    V("generation", "sample_next", "top-k-not-capped", "top_k not capped at V", """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    """),
+    V("generation", "sample_next", "zero-temperature", "temperature 0 means greedy", """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    """),
+    V("generation", "sample_next", "no-generator", "generator=generator", """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            return torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(-1)
+    """),
+    V("generation", "sample_next", "exactly-k", "ties included", """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                keep = torch.topk(logits, k, dim=-1).indices
+                masked = torch.full_like(logits, float("-inf"))
+                logits = masked.scatter(-1, keep, logits.gather(-1, keep))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    """),
+    V("generation", "sample_next", "unsqueezed", "return shape [B]", """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+    """),
+    V("generation", "generate", "not-cropped", "not cropping context", """
+        def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
+                     generator=None):
+            with torch.no_grad():
+                for _ in range(max_new_tokens):
+                    logits = model(ids)
+                    next_id = sample_next(logits[:, -1, :], temperature, top_k, generator)
+                    ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
+            return ids
+    """),
+    V("generation", "generate", "first-position", "last position", """
+        def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
+                     generator=None):
+            with torch.no_grad():
+                for _ in range(max_new_tokens):
+                    logits = model(ids[:, -context_length:])
+                    next_id = sample_next(logits[:, 0, :], temperature, top_k, generator)
+                    ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
+            return ids
+    """),
+    V("generation", "generate", "cropped-start", "the last context_length tokens", """
+        def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
+                     generator=None):
+            with torch.no_grad():
+                for _ in range(max_new_tokens):
+                    logits = model(ids[:, :context_length])
+                    next_id = sample_next(logits[:, -1, :], temperature, top_k, generator)
+                    ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
+            return ids
+    """),
+    V("generation", "generate", "with-grad", "without gradients", """
+        def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
+                     generator=None):
+            for _ in range(max_new_tokens):
+                logits = model(ids[:, -context_length:])
+                next_id = sample_next(logits[:, -1, :].detach(), temperature, top_k, generator)
+                ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
+            return ids
+    """),
+    V("generation", "load_gpt2_state_dict", "drops-c-attn-bias", "c_attn.bias", """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(("attn.bias", "attn.masked_bias")):
+                    continue
+                if key != "lm_head.weight" and not key.startswith("transformer."):
+                    key = "transformer." + key
+                if key.endswith(CONV1D_WEIGHTS):
+                    value = value.t()
+                ours[key] = value
+            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
+            return ours
+    """),
+    V("generation", "load_gpt2_state_dict", "no-transpose", "transpose the four Conv1D", """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(MASK_BUFFERS):
+                    continue
+                if key != "lm_head.weight" and not key.startswith("transformer."):
+                    key = "transformer." + key
+                ours[key] = value
+            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
+            return ours
+    """),
+    V("generation", "load_gpt2_state_dict", "transposes-all", "transpose only the four", """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(MASK_BUFFERS):
+                    continue
+                if key != "lm_head.weight" and not key.startswith("transformer."):
+                    key = "transformer." + key
+                ours[key] = value.t() if value.dim() == 2 else value
+            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"].t())
+            return ours
+    """),
+    V("generation", "load_gpt2_state_dict", "no-prefix", "add the transformer. prefix", """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(MASK_BUFFERS):
+                    continue
+                if key.endswith(CONV1D_WEIGHTS):
+                    value = value.t()
+                ours[key] = value
+            if "lm_head.weight" not in ours:
+                wte = ours.get("transformer.wte.weight", ours.get("wte.weight"))
+                ours["lm_head.weight"] = wte
+            return ours
+    """),
+    V("generation", "load_gpt2_state_dict", "not-tied", "weight tying", """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(MASK_BUFFERS):
+                    continue
+                if key != "lm_head.weight" and not key.startswith("transformer."):
+                    key = "transformer." + key
+                if key.endswith(CONV1D_WEIGHTS):
+                    value = value.t()
+                ours[key] = value
+            return ours
+    """),
+    V("generation", "load_gpt2_state_dict", "pops-input", IN_PLACE, """
+        def load_gpt2_state_dict(hf_state):
+            for key in [k for k in hf_state if k.endswith(MASK_BUFFERS)]:
+                del hf_state[key]
+            ours = {}
+            for key, value in hf_state.items():
+                if key != "lm_head.weight" and not key.startswith("transformer."):
+                    key = "transformer." + key
+                if key.endswith(CONV1D_WEIGHTS):
+                    value = value.t()
+                ours[key] = value
+            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
+            return ours
+    """),
+]
+
+RIGHT: list[Variant] = [
+    V("tokens", "split_pieces", "finditer", None, """
+        def split_pieces(text):
+            return [m.group(0) for m in _PIECES.finditer(text)]
+    """),
+    V("tokens", "bpe_merge", "min-with-key", None, """
+        def bpe_merge(piece, ranks):
+            parts = [bytes([b]) for b in piece]
+            while True:
+                candidates = [i for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks]
+                if not candidates:
+                    return [ranks[p] for p in parts]
+                i = min(candidates, key=lambda j: (ranks[parts[j] + parts[j + 1]], j))
+                parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2 :]
+    """),
+    V("tokens", "encode", "comprehension", None, """
+        def encode(text):
+            ranks = bpe_ranks()
+            return [i for piece in split_pieces(text) for i in bpe_merge(piece.encode(), ranks)]
+    """),
+    V("tokens", "decode", "bytearray", None, """
+        def decode(ids):
+            out = bytearray()
+            for i in ids:
+                out += id_to_bytes()[i]
+            return out.decode(errors="replace")
+    """),
+    V("embeddings", "lookup", "f-embedding", None, """
+        def lookup(table, ids):
+            return F.embedding(ids, table)
+    """),
+    V("embeddings", "one_hot_lookup", "eye", None, """
+        def one_hot_lookup(table, ids):
+            return torch.eye(table.shape[0], dtype=table.dtype)[ids] @ table
+    """),
+    V("embeddings", "add_positions", "torch-add", None, """
+        def add_positions(vectors, pos_table):
+            B, T, C = vectors.shape
+            L = pos_table.shape[0]
+            if T > L:
+                raise ValueError(f"{T} positions, but the table has {L}")
+            return torch.add(vectors, pos_table.narrow(0, 0, T).unsqueeze(0))
+    """),
+    V("embeddings", "nearest", "normalised-matmul", None, """
+        def nearest(table, index, k):
+            unit = table / table.norm(dim=-1, keepdim=True)
+            sims = (unit @ unit[index]).tolist()
+            order = sorted((r for r in range(len(sims)) if r != index), key=lambda r: -sims[r])
+            return [(r, sims[r]) for r in order[:k]]
+    """),
+    V("windows", "shift", "narrow", None, """
+        def shift(ids):
+            T = ids.shape[-1]
+            return ids.narrow(-1, 0, T - 1), ids.narrow(-1, 1, T - 1)
+    """),
+    V("windows", "window_starts", "while-loop", None, """
+        def window_starts(n_tokens, context_length, stride):
+            starts, s = [], 0
+            while s + context_length + 1 <= n_tokens:
+                starts.append(s)
+                s += stride
+            return starts
+    """),
+    V("windows", "TokenWindows", "lazy", None, """
+        class TokenWindows(Dataset):
+            def __init__(self, ids, context_length, stride):
+                self.ids = torch.tensor(list(ids), dtype=torch.long)
+                self.c, self.s = context_length, stride
+
+            def __len__(self):
+                n = len(self.ids) - self.c - 1
+                return 0 if n < 0 else n // self.s + 1
+
+            def __getitem__(self, i):
+                window = self.ids[i * self.s : i * self.s + self.c + 1]
+                return window[:-1].clone(), window[1:].clone()
+    """),
+    V("windows", "make_loader", "explicit-sampler", None, """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            from torch.utils.data import RandomSampler, SequentialSampler
+            data = TokenWindows(ids, context_length, stride)
+            if shuffle:
+                g = None if seed is None else torch.Generator().manual_seed(seed)
+                sampler = RandomSampler(data, generator=g)
+            else:
+                sampler = SequentialSampler(data)
+            return DataLoader(data, batch_size=batch_size, sampler=sampler, drop_last=drop_last)
+    """),
+    V("attention", "causal_mask", "compare-aranges", None, """
+        def causal_mask(T):
+            positions = torch.arange(T)
+            return positions.unsqueeze(0) <= positions.unsqueeze(1)
+    """),
+    V("attention", "attention", "manual-softmax", None, """
+        def attention(q, k, v, mask=None):
+            scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)
+            if mask is not None:
+                scores = torch.where(mask, scores, torch.tensor(float("-inf")))
+            scores = scores - scores.amax(dim=-1, keepdim=True)
+            weights = scores.exp()
+            return (weights / weights.sum(dim=-1, keepdim=True)) @ v
+    """),
+    V("objective", "cross_entropy", "torch-logsumexp", None, """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            safe = targets.clamp(min=0) * keep
+            losses = logits.logsumexp(dim=-1) - logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
+            return (losses * keep).sum() / keep.sum()
+    """),
+    V("objective", "lm_loss", "class-dimension", None, """
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            import torch.nn.functional as F
+            return F.cross_entropy(logits[:, :-1].transpose(1, 2), input_ids[:, 1:],
+                                   ignore_index=ignore_index)
+    """),
+    V("objective", "perplexity", "e-power", None, """
+        def perplexity(loss):
+            return math.e ** float(loss)
+    """),
+    V("objective", "pad_targets", "where", None, """
+        def pad_targets(targets, pad_id, ignore_index=-100):
+            import torch
+            return torch.where(targets == pad_id, torch.full_like(targets, ignore_index), targets)
+    """),
+    V("packing", "pack", "flat-then-view", None, """
+        def pack(docs, seq_len, eos_id):
+            import itertools
+            stream = list(itertools.chain.from_iterable(d + [eos_id] for d in docs))
+            owner = list(itertools.chain.from_iterable([i] * (len(d) + 1)
+                                                       for i, d in enumerate(docs)))
+            n = len(stream) // seq_len
+            ids = torch.tensor(stream, dtype=torch.long)[: n * seq_len].view(n, seq_len)
+            doc_ids = torch.tensor(owner, dtype=torch.long)[: n * seq_len].view(n, seq_len)
+            return ids, doc_ids
+    """),
+    V("packing", "document_mask", "loops", None, """
+        def document_mask(doc_ids):
+            B, T = doc_ids.shape
+            mask = torch.zeros(B, T, T, dtype=torch.bool)
+            for b in range(B):
+                for i in range(T):
+                    for j in range(i + 1):
+                        mask[b, i, j] = bool(doc_ids[b, i] == doc_ids[b, j])
+            return mask
+    """),
+    V("packing", "position_ids", "loops", None, """
+        def position_ids(doc_ids):
+            out = torch.zeros_like(doc_ids)
+            for b in range(doc_ids.shape[0]):
+                for t in range(1, doc_ids.shape[1]):
+                    if doc_ids[b, t] == doc_ids[b, t - 1]:
+                        out[b, t] = out[b, t - 1] + 1
+            return out
+    """),
+    V("packing", "packed_targets", "where", None, """
+        def packed_targets(input_ids, doc_ids, ignore_index=-100):
+            nxt = torch.cat([input_ids[:, 1:], input_ids[:, :1]], dim=1)
+            same = torch.cat([doc_ids[:, 1:] == doc_ids[:, :-1],
+                              torch.zeros_like(doc_ids[:, :1], dtype=torch.bool)], dim=1)
+            return torch.where(same, nxt, torch.full_like(nxt, ignore_index))
+    """),
+    V("training", "lr_at", "rewritten", None, """
+        def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
+            if warmup_steps < 0 or warmup_steps >= max_steps:
+                raise ValueError(f"warmup_steps={warmup_steps}, max_steps={max_steps}")
+            if step >= warmup_steps:
+                t = min(step - warmup_steps, max_steps - warmup_steps)
+                cosine = (math.cos(math.pi * t / (max_steps - warmup_steps)) + 1) / 2
+                return min_lr + (max_lr - min_lr) * cosine
+            return (step + 1) * max_lr / warmup_steps
+    """),
+    V("training", "train_step", "one-backward", None, """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            losses = [next_token_loss(model, x, y) for x, y in micro_batches]
+            (torch.stack(losses).sum() / len(losses)).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=False)
+            return sum(loss.item() for loss in losses) / len(losses)
+    """),
+    V("training", "evaluate", "inference-mode", None, """
+        def evaluate(model, batches):
+            was_training = model.training
+            model.eval()
+            total, count = 0.0, 0
+            try:
+                with torch.inference_mode():
+                    for x, y in batches:
+                        total += next_token_loss(model, x, y).item()
+                        count += 1
+            finally:
+                model.train(was_training)
+            return total / count
+    """),
+    V("training", "fit", "while-loop", None, """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            it = iter(train_batches)
+            history, step = [], 0
+            while step < steps:
+                for group in optimizer.param_groups:
+                    group["lr"] = lr_schedule(step)
+                micro = []
+                while len(micro) < grad_accum:
+                    try:
+                        micro.append(next(it))
+                    except StopIteration:
+                        it = iter(train_batches)
+                loss = train_step(model, micro, optimizer)
+                history.append({"step": step, "lr": lr_schedule(step), "loss": loss})
+                last = step == steps - 1
+                if eval_batches is not None and (last or (eval_every and (step + 1) % eval_every == 0)):
+                    history[-1]["eval_loss"] = evaluate(model, eval_batches)
+                step += 1
+            return history
+    """),
+    V("generation", "sample_next", "mask-then-divide", None, """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return torch.argmax(logits, dim=-1)
+            if top_k is not None:
+                kth = logits.sort(dim=-1, descending=True).values[:, min(top_k, logits.shape[-1]) - 1]
+                logits = logits.masked_fill(logits < kth.unsqueeze(-1), float("-inf"))
+            probs = (logits / temperature).softmax(dim=-1)
+            return torch.multinomial(probs, num_samples=1, generator=generator)[:, 0]
+    """),
+    V("generation", "generate", "preallocated", None, """
+        def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
+                     generator=None):
+            B, T = ids.shape
+            out = torch.empty(B, T + max_new_tokens, dtype=ids.dtype)
+            out[:, :T] = ids
+            with torch.inference_mode():
+                for t in range(T, T + max_new_tokens):
+                    logits = model(out[:, max(0, t - context_length) : t])
+                    out[:, t] = sample_next(logits[:, -1], temperature, top_k, generator)
+            return out
+    """),
+    V("generation", "load_gpt2_state_dict", "regex", None, """
+        def load_gpt2_state_dict(hf_state):
+            import re
+            ours = {}
+            for key, value in hf_state.items():
+                name = re.sub(r"^transformer\\.", "", key)
+                if re.search(r"\\.attn\\.(masked_)?bias$", name):
+                    continue
+                if name != "lm_head.weight":
+                    name = "transformer." + name
+                if re.search(r"\\.(attn\\.c_attn|attn\\.c_proj|mlp\\.c_fc|mlp\\.c_proj)\\.weight$", name):
+                    value = value.transpose(0, 1)
+                ours[name] = value.clone()
+            if "lm_head.weight" not in ours:
+                ours["lm_head.weight"] = ours["transformer.wte.weight"]
+            return ours
+    """),
+]

@@ -1,0 +1,87 @@
+"""Wrong implementations lose points with the hint that names their mistake; correct ones written
+differently keep every point. Variants: tests/grader_variants.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from grader_variants import RIGHT, WRONG, Variant, build_target, rounds
+
+import graders
+from graders.manifest import load_manifest
+
+pytestmark = pytest.mark.slow
+MANIFEST = load_manifest()
+LESSON_OF_MODULE = {lesson.module: lesson.slug for lesson in MANIFEST.lessons}
+
+
+class Rounds:
+    """Grades each round of variants once (public and hidden checks), on first use."""
+
+    def __init__(self, variants: list[Variant], directory: Path) -> None:
+        self.groups = rounds(variants)
+        self.directory = directory
+        self.reports: dict[int, dict] = {}
+
+    def report_for(self, variant: Variant) -> dict:
+        index = next(i for i, group in enumerate(self.groups) if variant in group)
+        if index not in self.reports:
+            group = self.groups[index]
+            where = self.directory / f"round-{index}"
+            where.mkdir()
+            target = build_target(where, group)
+            self.reports[index] = graders.grade(
+                target,
+                lessons=sorted({LESSON_OF_MODULE[v.module] for v in group}),
+                hidden=True,
+                json_path=where / "report.json",
+                functions=sorted({v.function for v in group}),
+                reveal_hidden=True,
+            )
+        return self.reports[index]
+
+
+def checks_of(report: dict, variant: Variant) -> list[dict]:
+    slug = LESSON_OF_MODULE[variant.module]
+    lesson = next(entry for entry in report["lessons"] if entry["slug"] == slug)
+    return [check for check in lesson["checks"] if check["function"] == variant.function]
+
+
+@pytest.fixture(scope="module")
+def wrong_rounds(tmp_path_factory) -> Rounds:
+    return Rounds(WRONG, tmp_path_factory.mktemp("wrong"))
+
+
+@pytest.fixture(scope="module")
+def right_rounds(tmp_path_factory) -> Rounds:
+    return Rounds(RIGHT, tmp_path_factory.mktemp("right"))
+
+
+@pytest.mark.parametrize("variant", WRONG, ids=[v.id for v in WRONG])
+def test_wrong_implementation_is_rejected_with_its_hint(wrong_rounds, variant):
+    checks = checks_of(wrong_rounds.report_for(variant), variant)
+    failed = [c for c in checks if not c["passed"]]
+    assert failed, f"{variant.id} passed every check of {variant.function}"
+    hints = [c["hint"] for c in failed]
+    assert any(variant.hint in hint for hint in hints), (
+        f"{variant.id}: no failed check names the mistake ({variant.hint!r}); "
+        + "; ".join(f"{c['id']}: {c['hint']} [{c['detail']}]" for c in failed)
+    )
+
+
+@pytest.mark.parametrize("variant", RIGHT, ids=[v.id for v in RIGHT])
+def test_correct_implementation_written_differently_keeps_every_point(right_rounds, variant):
+    checks = checks_of(right_rounds.report_for(variant), variant)
+    failed = [f"{c['id']}: {c['hint']} [{c['detail']}]" for c in checks if not c["passed"]]
+    assert checks and not failed, f"{variant.id} lost points: " + "; ".join(failed)
+
+
+def test_every_exercise_function_has_two_wrong_variants():
+    functions = {(lesson.module, f) for lesson in MANIFEST.lessons for f in lesson.functions}
+    counts = {key: 0 for key in functions}
+    for variant in WRONG:
+        counts[(variant.module, variant.function)] += 1
+    thin = sorted(f"{m}.{f}" for (m, f), n in counts.items() if n < 2)
+    assert not thin, f"fewer than two wrong implementations for {thin}"
+    assert len(functions) >= 20

@@ -1,0 +1,629 @@
+"""Instructor tooling: nbgrader release, sandboxed parallel autograde, feedback and export.
+
+The end-to-end test releases one lesson, submits a fake class (correct, untouched, partial and
+a dozen hostile submissions, one of them as a zip), autogrades it through the real commands and
+asserts every student's exact score from the gradebook. Every hostile submission is bounded
+(at most 5 GiB, 200 processes, 40 MiB of output) and is built so that it *earns points only if
+the defence it probes is broken*: a broken sandbox fails the test instead of taking the
+machine down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = "embeddings"
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None and not os.environ.get("CI"),
+    reason="bubblewrap is not installed (apt-get install bubblewrap)",
+)
+
+
+def manifest():
+    from graders.manifest import load_manifest
+
+    return load_manifest()
+
+
+def instructor(course: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "graders.instructor", "--course", str(course), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# -- quick tests ----------------------------------------------------------------------------------
+
+
+def test_public_manifest_has_no_hidden_checks():
+    import tomllib
+
+    from graders.instructor.release import public_manifest
+
+    text = public_manifest()
+    data = tomllib.loads(text)
+    full = manifest()
+    for lesson in data["lesson"]:
+        ids = [c["id"] for c in lesson.get("check", [])]
+        expected = [c.id for c in full.lesson(lesson["slug"]).checks if not c.hidden]
+        assert ids == expected
+    public_hints = {c.hint for c in full.checks if not c.hidden}
+    for check in full.checks:
+        if check.hidden:
+            assert check.id not in text
+            assert check.hint in public_hints or check.hint not in text
+
+
+def test_lesson_notebook_carries_the_manifest_points():
+    from graders.instructor.release import lesson_notebook
+
+    lesson = manifest().lesson(LESSON)
+    nb = lesson_notebook(lesson, "https://example.org/course/")
+    graded = [c for c in nb.cells if c.metadata.nbgrader["grade"]]
+    assert [c.metadata.nbgrader["points"] for c in graded] == [c.points for c in lesson.checks]
+    ids = [c.metadata.nbgrader["grade_id"] for c in nb.cells]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)  # rebuild order = grade id order
+    assert all(c.metadata.nbgrader["locked"] for c in nb.cells)
+    for cell, check in zip(graded, lesson.checks, strict=True):
+        assert f'check("{LESSON}", "{check.id}")' in cell.source
+        if check.hidden:
+            assert "### BEGIN HIDDEN TESTS" in cell.source
+            assert check.id not in cell.metadata.nbgrader["grade_id"]
+        else:
+            assert "HIDDEN" not in cell.source
+    assert "https://example.org/course/chapters/" in nb.cells[0].source
+
+
+def test_collector_maps_zip_files_to_students():
+    from graders.instructor.collect import SubmissionCollector
+
+    collect = SubmissionCollector().collect
+    base = "/c/downloaded/embeddings/extracted"
+    assert collect(f"{base}/ann/embeddings/exercises/embeddings.py") == {
+        "student_id": "ann",
+        "file_id": "exercises/embeddings.py",
+    }
+    assert collect(f"{base}/ann/embeddings.ipynb") == {
+        "student_id": "ann",
+        "file_id": "embeddings.ipynb",
+    }
+    lms = collect(f"{base}/hw_ben_attempt_2026-01-01/exercises/embeddings.py")
+    assert lms["student_id"] == "ben"
+    assert collect(f"{base}/ann/embeddings/graders/runner.py") is None
+    assert collect(f"{base}/ann/notes.txt") is None
+
+
+def test_hide_hidden_tests_keeps_only_the_score():
+    from graders.instructor.preprocessors import HideHiddenTests
+
+    cell = nbformat.v4.new_code_cell(
+        "# hidden\n### BEGIN HIDDEN TESTS\ncheck('x', 'secret-check')\n### END HIDDEN TESTS"
+    )
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="secret-check failed: secret hint"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "0"}, execution_count=1),
+    ]
+    cell, _ = HideHiddenTests().preprocess_cell(cell, {}, 0)
+    assert "secret" not in json.dumps(cell)
+    assert [o.output_type for o in cell.outputs] == ["execute_result"]
+
+
+PROBE = r"""
+import os, socket, time
+
+def look(paths, port):
+    found = {"root": sorted(os.listdir("/")), "uid": os.getuid(), "readable": [],
+             "network": False, "children": 0}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+            found["readable"].append(path)
+        except OSError:
+            pass
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        found["network"] = True
+    except OSError:
+        pass
+    kids = []
+    try:
+        for _ in range(200):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            kids.append(pid)
+    except OSError:
+        pass
+    finally:
+        for pid in kids:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    found["children"] = len(kids)
+    return found
+"""
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A TCP server on the host's loopback: the sandbox must not reach it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                server.accept()[0].close()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@linux_only
+@needs_bwrap
+def test_sandbox_isolates_the_worker(tmp_path, listener):
+    from graders.client import WorkerClient
+
+    target = tmp_path / "pkg"
+    target.mkdir()
+    (target / "probe.py").write_text(PROBE)
+    (target / "link.py").symlink_to(ROOT / "solutions" / "embeddings.py")
+    secrets = [
+        str(ROOT / "solutions" / "embeddings.py"),
+        str(ROOT / "graders" / "hidden" / f"test_{LESSON}.py"),
+        str(ROOT / "course" / "lessons.toml"),
+        "/etc/passwd",
+        str(Path.home()),
+    ]
+    client = WorkerClient(target, sandbox=True)
+    try:
+        limits = client.limits()
+        found, _ = client.call("probe.look", [secrets, listener], {}, 60)
+    finally:
+        client.close()
+    assert limits["CapEff"] == 0 and limits["CapBnd"] == 0 and limits["NoNewPrivs"] == 1
+    assert limits["RLIMIT_NPROC"][1] <= 64 and limits["RLIMIT_AS"][1] <= 4 << 30
+    assert limits["cwd"] == "/tmp"
+    assert not any(p.startswith(str(ROOT)) for p in limits["sys_path"])
+    assert found["uid"] != 0
+    assert found["readable"] == []
+    assert not found["network"]
+    assert found["children"] < 64
+    assert set(found["root"]) <= {
+        "usr",
+        "bin",
+        "sbin",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "etc",
+        "proc",
+        "dev",
+        "tmp",
+        "home",
+        *_python_tops(),
+    }
+
+
+def _python_tops() -> set[str]:
+    return {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, sys.executable)}
+
+
+# -- end to end -----------------------------------------------------------------------------------
+
+
+def _override(source: str, code: str) -> str:
+    """The reference module with later definitions appended (they replace the earlier ones)."""
+    return source + "\n\n# --- the student's version ---\n" + code
+
+
+WRONG = "torch.zeros(1)"  # what a hostile function returns when the defence it probes held
+
+# Hostile bodies; ``{ok}`` is the reference's answer, returned only if the defence failed.
+HOSTILE = {
+    "loop": "    while True:\n        pass\n",
+    "exit": "    import os\n    os._exit(0)\n",
+    "segfault": "    import ctypes\n    return ctypes.string_at(0)\n",
+    "memhog": (
+        "    hog = torch.ones(5 << 30, dtype=torch.uint8)  # 5 GiB, past the 4 GiB cap\n"
+        "    return {ok}\n"
+    ),
+    "forkflood": (  # at most 200 processes, once per worker
+        "    import os, time\n"
+        "    global _flooded\n"
+        "    if globals().get('_flooded'):\n"
+        f"        return {WRONG}\n"
+        "    _flooded, kids = True, []\n"
+        "    try:\n"
+        "        for _ in range(200):\n"
+        "            pid = os.fork()\n"
+        "            if pid == 0:\n"
+        "                time.sleep(30)\n"
+        "                os._exit(0)\n"
+        "            kids.append(pid)\n"
+        "    except OSError:\n"
+        f"        return {WRONG}\n"
+        "    finally:\n"
+        "        for pid in kids:\n"
+        "            os.kill(pid, 9)\n"
+        "            os.waitpid(pid, 0)\n"
+        "    return {ok}\n"
+    ),
+    "output": "    print('x' * (40 << 20))  # 40 MiB: the harness allows 8 per call\n"
+    "    return {ok}\n",
+    "eq": "    return torch.zeros(1).as_subclass(Liar)\n",
+    "patched": "    return {ok} + 1  # wrong, with torch's comparisons patched to agree\n",
+    "reader": (
+        "    for path in READABLE:\n"
+        "        try:\n"
+        "            with open(path, 'rb') as f:\n"
+        "                f.read(1)\n"
+        "            return {ok}  # a leak: earn the points\n"
+        "        except OSError:\n"
+        "            pass\n"
+        f"    return {WRONG}\n"
+    ),
+    "writer": (
+        "    import sqlite3\n"
+        "    try:\n"
+        "        db = sqlite3.connect(GRADEBOOK)\n"
+        "        db.execute('UPDATE grade SET auto_score = 100')\n"
+        "        db.commit()\n"
+        "        return {ok}\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    try:\n"
+        "        open(FORGED, 'w').write('{{}}')\n"
+        "        return {ok}\n"
+        "    except OSError:\n"
+        f"        return {WRONG}\n"
+    ),
+    "network": (
+        "    import socket\n"
+        "    try:\n"
+        "        socket.create_connection(('127.0.0.1', PORT), timeout=2).close()\n"
+        "        return {ok}\n"
+        "    except OSError:\n"
+        f"        return {WRONG}\n"
+    ),
+    "noisy": (  # correct: warnings and stderr must not cost a point
+        "    import sys, warnings\n"
+        "    warnings.warn('deprecated', DeprecationWarning)\n"
+        "    print('noise on stderr', file=sys.stderr)\n"
+        "    return {ok}\n"
+    ),
+}
+PRELUDE = {
+    "eq": "class Liar(torch.Tensor):\n"
+    "    def __eq__(self, other):\n        return True\n"
+    "    __hash__ = torch.Tensor.__hash__\n",
+    "patched": "import torch.testing\n"
+    "torch.allclose = lambda *a, **k: True\n"
+    "torch.equal = lambda *a, **k: True\n"
+    "torch.testing.assert_close = lambda *a, **k: None\n",
+    "noisy": "import sys, warnings\nwarnings.warn('a module-level warning')\n"
+    "print('noise at import', file=sys.stderr)\n",
+}
+# Students whose functions are hostile: {student: {function: kind}}. Each kind earns nothing
+# unless what it attacks gives way, so the exact expected score is known.
+CLASS = {
+    "crash": {"lookup": "loop", "one_hot_lookup": "exit", "add_positions": "segfault"},
+    "limits": {"lookup": "memhog", "one_hot_lookup": "forkflood", "add_positions": "output"},
+    "cheat": {"lookup": "patched", "one_hot_lookup": "eq"},
+    "snoop": {"lookup": "reader", "one_hot_lookup": "writer", "add_positions": "network"},
+    "noisy": {"lookup": "noisy", "nearest": "noisy"},
+}
+
+
+def hostile_module(reference: str, functions: dict[str, str], constants: str) -> str:
+    code = [constants]
+    for function, kind in functions.items():
+        code.append(PRELUDE.get(kind, ""))
+        code.append(
+            f"_reference_{function} = {function}\n"
+            f"def {function}(*args, **kwargs):\n"
+            + HOSTILE[kind].format(ok=f"_reference_{function}(*args, **kwargs)")
+        )
+    return _override(reference, "\n".join(code))
+
+
+HIJACK = """\
+# A student's ipykernel_launcher.py: were the submission folder on the kernel's sys.path,
+# nbgrader's kernel would be this file.
+import os, runpy, sys
+open({marker!r}, "w").write(os.getcwd())
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+runpy.run_module("ipykernel_launcher", run_name="__main__")
+"""
+
+
+def _tamper_cells(path: Path) -> None:
+    """Added cells, an edited test cell, a deleted hidden cell, a fake check()."""
+    nb = nbformat.read(path, as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    graded[0].source = "2"
+    hidden = next(c for c in graded if "hidden" in c.metadata.nbgrader["grade_id"])
+    nb.cells.remove(hidden)
+    nb.cells.insert(2, nbformat.v4.new_code_cell("check = lambda lesson, check_id: 3"))
+    nb.cells.append(nbformat.v4.new_code_cell("import os\nos.environ.clear()\n24"))
+    nb.nbformat_minor = 5  # cells made by nbformat carry ids, as in Jupyter
+    nbformat.write(nb, path)
+
+
+def _forge_metadata(path: Path) -> None:
+    """A copy of a test cell's metadata on a cell of one's own; a new 100-point cell."""
+    nb = nbformat.read(path, as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    meta = dict(graded[0].metadata.nbgrader, locked=False, points=50)
+    nb.cells.append(nbformat.v4.new_code_cell("2", metadata={"nbgrader": meta}))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "100",
+            metadata={
+                "nbgrader": {
+                    "grade": True,
+                    "grade_id": "c999-bonus",
+                    "locked": False,
+                    "points": 100,
+                    "schema_version": 3,
+                    "solution": False,
+                    "task": False,
+                }
+            },
+        )
+    )
+    for cell in graded[1:]:
+        cell.metadata.nbgrader["points"] = 100
+    nb.nbformat_minor = 5
+    nbformat.write(nb, path)
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory, listener):
+    """Release LESSON, submit a fake class, autograde it; returns what the tests need."""
+    course = tmp_path_factory.mktemp("nbgrader") / "course"
+    marker = course.parent / "hijacked"
+    done = instructor(course, "release", LESSON)
+    assert done.returncode == 0, done.stderr[-3000:]
+    release = course / "release" / LESSON
+    lesson = manifest().lesson(LESSON)
+    full = lesson.max_points(hidden=True)
+    points = {f: sum(c.points for c in lesson.checks if c.function == f) for f in lesson.functions}
+    reference = (ROOT / "solutions" / "embeddings.py").read_text()
+
+    def submit(student: str, module: str | None, folder: Path | None = None) -> Path:
+        dest = folder or course / "submitted" / student / LESSON
+        shutil.copytree(release, dest)
+        if module is not None:
+            (dest / "exercises" / "embeddings.py").write_text(module)
+        return dest
+
+    expected = {"correct": full, "stub": 0, "partial": full - points["nearest"]}
+    submit("correct", reference)
+    submit("stub", None)
+    submit(
+        "partial",
+        _override(
+            reference, "def nearest(table, index, k):\n    raise NotImplementedError('nearest')\n"
+        ),
+    )
+    readable = [
+        ROOT / "solutions" / "embeddings.py",
+        ROOT / "graders" / "hidden" / f"test_{LESSON}.py",
+        course / "gradebook.db",
+        course / "source" / LESSON / f"{LESSON}.ipynb",
+        course / "results",
+    ]
+    constants = (
+        f"READABLE = {[str(p) for p in readable]!r}\n"
+        f"GRADEBOOK = {str(course / 'gradebook.db')!r}\n"
+        f"FORGED = {str(course / 'results' / 'forged.json')!r}\n"
+        f"PORT = {listener}\n"
+    )
+    for student, functions in CLASS.items():
+        submit(student, hostile_module(reference, functions, constants))
+        lost = 0 if student == "noisy" else sum(points[f] for f in functions)
+        expected[student] = full - lost
+    cells = submit("cells", None)
+    _tamper_cells(cells / f"{LESSON}.ipynb")
+    (cells / "ipykernel_launcher.py").write_text(HIJACK.format(marker=str(marker)))
+    (cells / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('site')\n")
+    expected["cells"] = 0
+    forged = submit("forged", None)
+    _forge_metadata(forged / f"{LESSON}.ipynb")
+    expected["forged"] = 0
+    linker = submit("linker", None)
+    (linker / "exercises" / "embeddings.py").unlink()
+    (linker / "exercises" / "embeddings.py").symlink_to(ROOT / "solutions" / "embeddings.py")
+    expected["linker"] = 0
+    # One student hands in a zip, collected by nbgrader zip_collect.
+    staging = course.parent / "zoe"
+    submit("zoe", reference, staging / LESSON)
+    archive = course / "downloaded" / LESSON / "archive"
+    archive.mkdir(parents=True)
+    with zipfile.ZipFile(archive / "zoe.zip", "w") as zf:
+        for path in sorted(staging.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(staging))
+    expected["zoe"] = full
+
+    done = instructor(course, "autograde", LESSON, "--workers", "2", timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return {
+        "course": course,
+        "expected": expected,
+        "full": full,
+        "marker": marker,
+        "lesson": lesson,
+        "output": done.stdout + done.stderr,
+        "points": points,
+    }
+
+
+def _gradebook(course: Path) -> dict[str, dict]:
+    from nbgrader.api import Gradebook
+
+    scores: dict[str, dict] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in gb.students:
+            sub = gb.find_submission(LESSON, student.id)
+            scores[student.id] = {
+                "score": sub.score,
+                "max": sub.max_score,
+                "cells": {
+                    g.name: (g.score, g.max_score) for nb in sub.notebooks for g in nb.grades
+                },
+            }
+    return scores
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_gradebook_holds_each_students_exact_score(graded_class):
+    scores = _gradebook(graded_class["course"])
+    expected = graded_class["expected"]
+    assert set(scores) == set(expected), graded_class["output"][-3000:]
+    got = {student: scores[student]["score"] for student in expected}
+    assert got == pytest.approx(expected), graded_class["output"][-3000:]
+    lesson = graded_class["lesson"]
+    for student, row in scores.items():
+        assert row["max"] == graded_class["full"], student  # forged points changed nothing
+        assert len(row["cells"]) == len(lesson.checks), student  # one grade per check
+        assert "c999-bonus" not in row["cells"]
+    assert not graded_class["marker"].exists(), "student code ran in the autograde kernel"
+    assert not (graded_class["course"] / "results" / "forged.json").exists()
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_partial_credit_is_per_check(graded_class):
+    """A hostile function costs its own checks and nothing else."""
+    scores = _gradebook(graded_class["course"])
+    lesson = graded_class["lesson"]
+    for student, functions in CLASS.items():
+        lost = set() if student == "noisy" else set(functions)
+        for name, (score, most) in scores[student]["cells"].items():
+            check = next((c for c in lesson.checks if name.endswith(c.id)), None)
+            if check is None:  # a hidden check's cell, cNNN-hidden: judged by the total
+                continue
+            assert score == (0 if check.function in lost else most), (student, name)
+
+
+def _hidden_texts(lesson) -> list[str]:
+    """Text that identifies the hidden graders: check ids, hints, and their test code (what
+    the public graders and the public checks do not say as well)."""
+    from graders.instructor.release import public_manifest
+
+    public = (ROOT / "graders" / "public" / f"test_{LESSON}.py").read_text() + public_manifest()
+    texts = []
+    for check in lesson.checks:
+        if check.hidden:
+            texts += [check.id, check.hint, *check.mistakes.values()]
+    source = (ROOT / "graders" / "hidden" / f"test_{LESSON}.py").read_text()
+    for line in source.splitlines():
+        line = line.strip()
+        if len(line) >= 30 and line not in public and not line.startswith(("from ", "import ")):
+            texts.append(line)
+    return [t for t in texts if t and t not in public]
+
+
+def _solution_lines() -> list[str]:
+    """Lines of the reference solution's exercise bodies that the stubs do not contain."""
+    lines = []
+    stubs = "".join(p.read_text() for p in (ROOT / "exercises").glob("*.py"))
+    for path in (ROOT / "solutions").glob("*.py"):
+        inside = False
+        for line in path.read_text().splitlines():
+            if line.strip() == "# BEGIN SOLUTION":
+                inside = True
+            elif line.strip() == "# END SOLUTION":
+                inside = False
+            elif inside and len(line.strip()) >= 16 and line.strip() not in stubs:
+                lines.append(line.strip())
+    return lines
+
+
+def _texts(folder: Path) -> dict[Path, str]:
+    return {p: p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()}
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_release_has_no_solutions_and_no_hidden_graders(graded_class):
+    release = graded_class["course"] / "release"
+    files = _texts(release)
+    assert any(p.name == f"{LESSON}.ipynb" for p in files)
+    assert not any("hidden" in p.relative_to(release).parts for p in files)
+    secrets = _hidden_texts(graded_class["lesson"]) + ["BEGIN HIDDEN TESTS"]
+    solution = _solution_lines()
+    assert solution and secrets
+    for path, text in files.items():
+        for secret in secrets:
+            assert secret not in text, f"hidden grader text in {path}: {secret!r}"
+        for line in solution:
+            assert line not in text, f"solution code in {path}: {line!r}"
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_feedback_has_no_hidden_grader_text(graded_class):
+    feedback = graded_class["course"] / "feedback"
+    files = _texts(feedback)
+    students = {p.relative_to(feedback).parts[0] for p in files}
+    assert students == set(graded_class["expected"])
+    secrets = _hidden_texts(graded_class["lesson"]) + ["BEGIN HIDDEN TESTS"]
+    for path, text in files.items():
+        for secret in secrets:
+            assert secret not in text, f"hidden grader text in {path}: {secret!r}"
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_exports_list_every_student_and_check(graded_class):
+    course = graded_class["course"]
+    grades = (course / "grades.csv").read_text().splitlines()
+    rows = [line.split(",") for line in grades[1:]]
+    assert {r[3] for r in rows if r[0] == LESSON} == set(graded_class["expected"])
+    by_check = (course / "grades-by-check.csv").read_text().splitlines()[1:]
+    assert len(by_check) == len(graded_class["expected"]) * len(graded_class["lesson"].checks)
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_the_gradebook_is_a_consistent_sqlite_database(graded_class):
+    db = sqlite3.connect(graded_class["course"] / "gradebook.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    most = max(c.points for c in graded_class["lesson"].checks)
+    assert db.execute("SELECT max(auto_score) FROM grade").fetchone()[0] <= most
