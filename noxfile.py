@@ -109,3 +109,38 @@ def serve(session: nox.Session) -> None:
     session.run(
         "python", "-m", "mkdocs", "serve", "-f", "mkdocs.yml", *session.posargs, env=DOCS_ENV
     )
+
+
+def _instructor(session: nox.Session, command: str) -> None:
+    install(session, "grading", "test")
+    session.run("python", "-m", "graders.instructor", command, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def release(session: nox.Session) -> None:
+    """Instructors: nbgrader course in build/nbgrader (source/, release/); lessons after `--`."""
+    _instructor(session, "release")
+
+
+@nox.session(python=PYTHON)
+def collect(session: nox.Session) -> None:
+    """Instructors: zips in build/nbgrader/downloaded/LESSON/archive/ -> submitted/."""
+    _instructor(session, "collect")
+
+
+@nox.session(python=PYTHON)
+def autograde(session: nox.Session) -> None:
+    """Instructors: collect, grade (sandboxed, parallel), record, feedback, export; see --help."""
+    _instructor(session, "autograde")
+
+
+@nox.session(python=PYTHON)
+def feedback(session: nox.Session) -> None:
+    """Instructors: feedback HTML in build/nbgrader/feedback/ (hidden tests stripped)."""
+    _instructor(session, "feedback")
+
+
+@nox.session(python=PYTHON)
+def export(session: nox.Session) -> None:
+    """Instructors: build/nbgrader/grades.csv and grades-by-check.csv from the gradebook."""
+    _instructor(session, "export")

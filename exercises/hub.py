@@ -254,6 +254,7 @@ def _download(text: str, repo: str, filename: str, revision: str | None, cache_d
     from huggingface_hub.utils import (
         EntryNotFoundError,
         GatedRepoError,
+        HFValidationError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
@@ -261,6 +262,8 @@ def _download(text: str, repo: str, filename: str, revision: str | None, cache_d
     try:
         with _quiet_hub_logs():  # its retry warnings would bury the one line that matters
             return Path(hf_hub_download(repo, filename, revision=revision, cache_dir=cache_dir))
+    except HFValidationError:
+        raise HubError(f"{text!r} is not a Hub repository name (owner/name)") from None
     except GatedRepoError:
         raise HubError(f"{repo} is gated on the Hugging Face Hub; log in (hf auth login)") from None
     except RepositoryNotFoundError:

@@ -12,14 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-import torch
-
-from .client import WorkerClient
 from .manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_manifest
-from .plugin import GradingPlugin
 from .report import Report
 from .sandbox import worker_command
+
+# torch, pytest and the harness load only once the arguments are known to be good, so that a
+# usage error is reported at once.
 
 GRADERS = Path(__file__).resolve().parent
 DEFAULT_TARGET = ROOT / "exercises"
@@ -137,6 +135,12 @@ def grade(
     if not selected:
         raise GradingError("no checks to run: the manifest has none for this selection")
     files = grader_files([lesson for lesson, _ in selected], hidden)
+    import pytest
+    import torch
+
+    from .client import WorkerClient
+    from .plugin import GradingPlugin
+
     report_path = Path(json_path) if json_path is not None else DEFAULT_REPORT
     report = Report(target_dir, hidden, selected, report_path, reveal_hidden=reveal_hidden)
     client = WorkerClient(target_dir, sandbox=sandbox)

@@ -265,6 +265,11 @@ def _train(
         optimizer.load_state_dict(state["optimizer"])
         restore_rng(state, world)
         start = state["step"]
+        if start >= cfg.steps:
+            raise UsageError(
+                f"{out} already holds a finished run of {start} steps; pass a larger --steps "
+                "to continue it, --fresh to start over, or another --out"
+            )
     step_model = model  # what train_step trains: the model, or its DistributedDataParallel
     if world.size > 1:
         step_model = distributed.SyncOnLastMicroBatch(model, device)
@@ -321,11 +326,6 @@ def _train(
 
     if not world.is_main:
         return {}
-    if not records:
-        raise UsageError(
-            f"{out} already holds a finished run of {cfg.steps} steps; "
-            "pass a larger --steps to continue it, or --fresh to start over"
-        )
     plot_losses(records, out / "loss.png")
     evals = [r for r in records if "eval_loss" in r]
     train_tail = [r["loss"] for r in records[-10:]]
@@ -373,6 +373,8 @@ def save_checkpoint(
         "step": step,
         "rng": torch.get_rng_state(),
     }
+    if torch.cuda.is_available():  # dropout on a GPU draws from the CUDA generator
+        state["cuda_rng"] = torch.cuda.get_rng_state()
     if rng_per_rank is not None:  # a distributed run: every rank's dropout stream
         state["rng_per_rank"] = rng_per_rank
     checkpoint.save(path, state)
@@ -389,6 +391,8 @@ def restore_rng(state: dict, world: distributed.World) -> None:
         torch.set_rng_state(per_rank[world.rank])
     elif world.is_main:
         torch.set_rng_state(state["rng"])
+    if "cuda_rng" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda_rng"])
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None):

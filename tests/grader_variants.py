@@ -27,6 +27,7 @@ class Variant:
     label: str  # a short name for the test id
     source: str  # the replacement definition
     hint: str | None = None  # for a wrong variant: text the hint of a failed check must contain
+    hidden: bool = False  # only a hidden check catches it
 
     @property
     def function(self) -> str:
@@ -66,11 +67,14 @@ def build_target(directory: Path, variants: list[Variant] | tuple[Variant, ...] 
 
 
 def rounds(variants: list[Variant]) -> list[list[Variant]]:
-    """Variants grouped so that no two in a group touch the same function."""
+    """Variants grouped so that no two in a group touch the same function (and that hidden
+    checks are run only for the groups that need them)."""
     groups: list[list[Variant]] = []
     for variant in variants:
         for group in groups:
-            if all((v.module, v.function) != (variant.module, variant.function) for v in group):
+            if group[0].hidden == variant.hidden and all(
+                (v.module, v.function) != (variant.module, variant.function) for v in group
+            ):
                 group.append(variant)
                 break
         else:
@@ -78,8 +82,10 @@ def rounds(variants: list[Variant]) -> list[list[Variant]]:
     return groups
 
 
-def V(module: str, name: str, label: str, hint: str | None, source: str) -> Variant:  # noqa: N802
-    return Variant(module, name, label, source, hint)
+def V(  # noqa: N802
+    module: str, name: str, label: str, hint: str | None, source: str, hidden: bool = False
+) -> Variant:
+    return Variant(module, name, label, source, hint, hidden)
 
 
 # The harness's own hints (graders/hints.py) for failures any check can see.
@@ -88,24 +94,53 @@ NOT_PLAIN = "return plain data"
 
 WRONG: list[Variant] = [
     # -- tokens -----------------------------------------------------------------------------------
-    V("tokens", "split_pieces", "str-split", "join back to the text", """
+    V(
+        "tokens",
+        "split_pieces",
+        "str-split",
+        "join back to the text",
+        """
         def split_pieces(text):
             return text.split()
-    """),
-    V("tokens", "split_pieces", "space-apart", "keeps the space before a word", r'''
+    """,
+    ),
+    V(
+        "tokens",
+        "split_pieces",
+        "space-apart",
+        "keeps the space before a word",
+        r"""
         def split_pieces(text):
             return regex.findall(r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", text)
-    '''),
-    V("tokens", "split_pieces", "no-contractions", "contractions", r'''
+    """,
+    ),
+    V(
+        "tokens",
+        "split_pieces",
+        "no-contractions",
+        "contractions",
+        r"""
         def split_pieces(text):
             return regex.findall(r" ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", text)
-    '''),
-    V("tokens", "split_pieces", "re-module", "regex package", """
+    """,
+    ),
+    V(
+        "tokens",
+        "split_pieces",
+        "re-module",
+        "regex package",
+        """
         def split_pieces(text):
             import re
             return re.findall(GPT2_PATTERN, text)
-    """),
-    V("tokens", "bpe_merge", "first-pair", "not the first mergeable pair", """
+    """,
+    ),
+    V(
+        "tokens",
+        "bpe_merge",
+        "first-pair",
+        "not the first mergeable pair",
+        """
         def bpe_merge(piece, ranks):
             parts = [piece[i : i + 1] for i in range(len(piece))]
             merged = True
@@ -117,8 +152,14 @@ WRONG: list[Variant] = [
                         merged = True
                         break
             return [ranks[p] for p in parts]
-    """),
-    V("tokens", "bpe_merge", "rightmost-tie", "merge the leftmost one", """
+    """,
+    ),
+    V(
+        "tokens",
+        "bpe_merge",
+        "rightmost-tie",
+        "merge the leftmost one",
+        """
         def bpe_merge(piece, ranks):
             parts = [piece[i : i + 1] for i in range(len(piece))]
             while len(parts) > 1:
@@ -131,8 +172,14 @@ WRONG: list[Variant] = [
                     break
                 parts[best_at : best_at + 2] = [parts[best_at] + parts[best_at + 1]]
             return [ranks[part] for part in parts]
-    """),
-    V("tokens", "bpe_merge", "returns-parts", "return the ranks", """
+    """,
+    ),
+    V(
+        "tokens",
+        "bpe_merge",
+        "returns-parts",
+        "return the ranks",
+        """
         def bpe_merge(piece, ranks):
             parts = [piece[i : i + 1] for i in range(len(piece))]
             while len(parts) > 1:
@@ -143,8 +190,14 @@ WRONG: list[Variant] = [
                 _, i = min(pairs)
                 parts[i : i + 2] = [parts[i] + parts[i + 1]]
             return parts
-    """),
-    V("tokens", "bpe_merge", "one-pass", "look at all the pairs again", """
+    """,
+    ),
+    V(
+        "tokens",
+        "bpe_merge",
+        "one-pass",
+        "look at all the pairs again",
+        """
         def bpe_merge(piece, ranks):
             parts = [piece[i : i + 1] for i in range(len(piece))]
             i = 0
@@ -153,12 +206,24 @@ WRONG: list[Variant] = [
                     parts[i : i + 2] = [parts[i] + parts[i + 1]]
                 i += 1
             return [ranks[p] for p in parts]
-    """),
-    V("tokens", "encode", "no-split", "split the text into pieces first", """
+    """,
+    ),
+    V(
+        "tokens",
+        "encode",
+        "no-split",
+        "split the text into pieces first",
+        """
         def encode(text):
             return list(bpe_merge(text.encode("utf-8"), bpe_ranks())) if text else []
-    """),
-    V("tokens", "encode", "special-token", "plain text here", """
+    """,
+    ),
+    V(
+        "tokens",
+        "encode",
+        "special-token",
+        "plain text here",
+        """
         def encode(text):
             ids = []
             for n, part in enumerate(text.split("<|endoftext|>")):
@@ -167,202 +232,418 @@ WRONG: list[Variant] = [
                 for piece in split_pieces(part):
                     ids.extend(_encode_piece(piece))
             return ids
-    """),
-    V("tokens", "encode", "latin-1", "UTF-8 bytes", """
+    """,
+    ),
+    V(
+        "tokens",
+        "encode",
+        "latin-1",
+        "UTF-8 bytes",
+        """
         def encode(text):
             ids = []
             for piece in split_pieces(text):
                 ids.extend(bpe_merge(piece.encode("latin-1", errors="replace"), bpe_ranks()))
             return ids
-    """),
-    V("tokens", "decode", "strict", "errors='replace'", """
+    """,
+    ),
+    V(
+        "tokens",
+        "decode",
+        "strict",
+        "errors='replace'",
+        """
         def decode(ids):
             return b"".join(id_to_bytes()[i] for i in ids).decode("utf-8")
-    """),
-    V("tokens", "decode", "per-token", "decode once", """
+    """,
+    ),
+    V(
+        "tokens",
+        "decode",
+        "per-token",
+        "decode once",
+        """
         def decode(ids):
             table = id_to_bytes()
             return "".join(table[i].decode("utf-8", errors="replace") for i in ids)
-    """),
-    V("tokens", "decode", "no-endoftext", "id 50256 is <|endoftext|>", """
+    """,
+    ),
+    V(
+        "tokens",
+        "decode",
+        "no-endoftext",
+        "id 50256 is <|endoftext|>",
+        """
         def decode(ids):
             table = {rank: token for token, rank in bpe_ranks().items()}
             return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
-    """),
+    """,
+    ),
     # -- embeddings -------------------------------------------------------------------------------
-    V("embeddings", "lookup", "off-by-one", "ids are 0-based", """
+    V(
+        "embeddings",
+        "lookup",
+        "off-by-one",
+        "ids are 0-based",
+        """
         def lookup(table, ids):
             return table[ids - 1]
-    """),
-    V("embeddings", "lookup", "flattened", "keep the shape of ids", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "lookup",
+        "flattened",
+        "keep the shape of ids",
+        """
         def lookup(table, ids):
             return table.index_select(0, ids.flatten())
-    """),
-    V("embeddings", "one_hot_lookup", "no-num-classes", "num_classes", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "one_hot_lookup",
+        "no-num-classes",
+        "num_classes",
+        """
         def one_hot_lookup(table, ids):
             return F.one_hot(ids).to(table.dtype) @ table
-    """),
-    V("embeddings", "one_hot_lookup", "float32", "to the table's dtype", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "one_hot_lookup",
+        "float32",
+        "to the table's dtype",
+        """
         def one_hot_lookup(table, ids):
             return F.one_hot(ids, num_classes=table.shape[0]).float() @ table
-    """),
-    V("embeddings", "add_positions", "whole-table", "slice the first T rows", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "whole-table",
+        "slice the first T rows",
+        """
         def add_positions(vectors, pos_table):
             if vectors.shape[1] > pos_table.shape[0]:
                 raise ValueError(f"T={vectors.shape[1]} > L={pos_table.shape[0]}")
             return vectors + pos_table
-    """),
-    V("embeddings", "add_positions", "raises-at-equal", "T == L fits", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "raises-at-equal",
+        "T == L fits",
+        """
         def add_positions(vectors, pos_table):
             T, L = vectors.shape[1], pos_table.shape[0]
             if T >= L:
                 raise ValueError(f"T={T} L={L}")
             return vectors + pos_table[:T]
-    """),
-    V("embeddings", "add_positions", "no-numbers", "contain both T and L", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "no-numbers",
+        "contain both T and L",
+        """
         def add_positions(vectors, pos_table):
             if vectors.shape[1] > pos_table.shape[0]:
                 raise ValueError("the sequence is too long")
             return vectors + pos_table[: vectors.shape[1]]
-    """),
-    V("embeddings", "add_positions", "index-error", "raise ValueError yourself", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "index-error",
+        "raise ValueError yourself",
+        """
         def add_positions(vectors, pos_table):
             T = vectors.shape[1]
             return vectors + pos_table[torch.arange(T)]
-    """),
-    V("embeddings", "add_positions", "in-place", IN_PLACE, """
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "in-place",
+        IN_PLACE,
+        """
         def add_positions(vectors, pos_table):
             T, L = vectors.shape[1], pos_table.shape[0]
             if T > L:
                 raise ValueError(f"T={T} > L={L}")
             vectors += pos_table[:T]
             return vectors
-    """),
-    V("embeddings", "nearest", "dot-product", "divide by the vectors' lengths", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "nearest",
+        "dot-product",
+        "divide by the vectors' lengths",
+        """
         def nearest(table, index, k):
             sims = table @ table[index]
             sims[index] = -float("inf")
             values, rows = torch.topk(sims, k)
             return [(int(r), float(v)) for r, v in zip(rows, values)]
-    """),
-    V("embeddings", "nearest", "includes-self", "leave row index itself out", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "nearest",
+        "includes-self",
+        "leave row index itself out",
+        """
         def nearest(table, index, k):
             sims = F.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
             values, rows = torch.topk(sims, k)
             return [(int(r), float(v)) for r, v in zip(rows, values)]
-    """),
-    V("embeddings", "nearest", "tensors", "Python int and a Python float", """
+    """,
+    ),
+    V(
+        "embeddings",
+        "nearest",
+        "tensors",
+        "Python int and a Python float",
+        """
         def nearest(table, index, k):
             sims = F.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
             sims[index] = -float("inf")
             values, rows = torch.topk(sims, k)
             return list(zip(rows, values))
-    """),
+    """,
+    ),
     # -- windows ----------------------------------------------------------------------------------
-    V("windows", "shift", "swapped", "swapped", """
+    V(
+        "windows",
+        "shift",
+        "swapped",
+        "swapped",
+        """
         def shift(ids):
             return ids[..., 1:], ids[..., :-1]
-    """),
-    V("windows", "shift", "first-dim", "last dimension", """
+    """,
+    ),
+    V(
+        "windows",
+        "shift",
+        "first-dim",
+        "last dimension",
+        """
         def shift(ids):
             return ids[:-1], ids[1:]
-    """),
-    V("windows", "shift", "not-shifted", "targets are not shifted", """
+    """,
+    ),
+    V(
+        "windows",
+        "shift",
+        "not-shifted",
+        "targets are not shifted",
+        """
         def shift(ids):
             return ids[..., :-1], ids[..., :-1]
-    """),
-    V("windows", "window_starts", "no-target-room", "context_length + 1 tokens", """
+    """,
+    ),
+    V(
+        "windows",
+        "window_starts",
+        "no-target-room",
+        "context_length + 1 tokens",
+        """
         def window_starts(n_tokens, context_length, stride):
             return list(range(0, n_tokens - context_length + 1, stride))
-    """),
-    V("windows", "window_starts", "misses-last", "ends exactly at the last token", """
+    """,
+    ),
+    V(
+        "windows",
+        "window_starts",
+        "misses-last",
+        "ends exactly at the last token",
+        """
         def window_starts(n_tokens, context_length, stride):
             return list(range(0, n_tokens - context_length - 1, stride))
-    """),
-    V("windows", "window_starts", "range-object", NOT_PLAIN, """
+    """,
+    ),
+    V(
+        "windows",
+        "window_starts",
+        "range-object",
+        NOT_PLAIN,
+        """
         def window_starts(n_tokens, context_length, stride):
             return range(0, max(n_tokens - context_length, 0), stride)
-    """),
-    V("windows", "TokenWindows.__getitem__", "y-equals-x", "targets are not shifted", """
+    """,
+    ),
+    V(
+        "windows",
+        "TokenWindows.__getitem__",
+        "y-equals-x",
+        "targets are not shifted",
+        """
         def __getitem__(self, i):
             start = self.starts[i]
             window = self.ids[start : start + self.context_length]
             return window, window
-    """),
-    V("windows", "TokenWindows.__len__", "len-plus-one", "number of window starts", """
+    """,
+    ),
+    V(
+        "windows",
+        "TokenWindows.__len__",
+        "len-plus-one",
+        "number of window starts",
+        """
         def __len__(self):
             return len(self.ids) - self.context_length
-    """),
-    V("windows", "TokenWindows.__init__", "list-kept", "convert it with torch.as_tensor", """
+    """,
+    ),
+    V(
+        "windows",
+        "TokenWindows.__init__",
+        "list-kept",
+        "convert it with torch.as_tensor",
+        """
         def __init__(self, ids, context_length, stride):
             self.ids = ids
             self.context_length = context_length
             self.starts = window_starts(len(ids), context_length, stride)
-    """),
-    V("windows", "make_loader", "global-seed", "generator=torch.Generator().manual_seed", """
+    """,
+    ),
+    V(
+        "windows",
+        "make_loader",
+        "global-seed",
+        "generator=torch.Generator().manual_seed",
+        """
         def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
                         seed=None):
             if seed is not None:
                 torch.manual_seed(seed)
             return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
                               shuffle=shuffle, drop_last=drop_last)
-    """),
-    V("windows", "make_loader", "drop-last-ignored", "pass drop_last on", """
+    """,
+    ),
+    V(
+        "windows",
+        "make_loader",
+        "drop-last-ignored",
+        "pass drop_last on",
+        """
         def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
                         seed=None):
             generator = torch.Generator().manual_seed(seed) if seed is not None else None
             return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
                               shuffle=shuffle, drop_last=True, generator=generator)
-    """),
+    """,
+    ),
     # -- attention --------------------------------------------------------------------------------
-    V("attention", "causal_mask", "inverted", "mask is inverted", """
+    V(
+        "attention",
+        "causal_mask",
+        "inverted",
+        "mask is inverted",
+        """
         def causal_mask(T):
             return torch.ones(T, T, dtype=torch.bool).triu(1)
-    """),
-    V("attention", "causal_mask", "no-diagonal", "attend to itself", """
+    """,
+    ),
+    V(
+        "attention",
+        "causal_mask",
+        "no-diagonal",
+        "attend to itself",
+        """
         def causal_mask(T):
             return torch.ones(T, T, dtype=torch.bool).tril(-1)
-    """),
-    V("attention", "causal_mask", "float", "bool tensor", """
+    """,
+    ),
+    V(
+        "attention",
+        "causal_mask",
+        "float",
+        "bool tensor",
+        """
         def causal_mask(T):
             return torch.ones(T, T).tril()
-    """),
-    V("attention", "attention", "no-sqrt-d", "missing √D", """
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
+        "no-sqrt-d",
+        "missing √D",
+        """
         def attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             return torch.softmax(scores, dim=-1) @ v
-    """),
-    V("attention", "attention", "mask-inverted", "mask inverted", """
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
+        "mask-inverted",
+        "mask inverted",
+        """
         def attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
                 scores = scores.masked_fill(mask, float("-inf"))
             return torch.softmax(scores, dim=-1) @ v
-    """),
-    V("attention", "attention", "mask-ignored", "mask not applied", """
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
+        "mask-ignored",
+        "mask not applied",
+        """
         def attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             return torch.softmax(scores, dim=-1) @ v
-    """),
-    V("attention", "attention", "overflow", "softmax overflow", """
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
+        "overflow",
+        "softmax overflow",
+        """
         def attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             weights = scores.exp()
             if mask is not None:
                 weights = weights * mask
             return weights / weights.sum(dim=-1, keepdim=True) @ v
-    """),
-    V("attention", "attention", "softmax-dim", "softmax over the keys", """
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
+        "softmax-dim",
+        "softmax over the keys",
+        """
         def attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             return torch.softmax(scores, dim=-2) @ v
-    """),
+    """,
+    ),
     # -- objective --------------------------------------------------------------------------------
-    V("objective", "cross_entropy", "mean-over-all", "mean over ignored positions", """
+    V(
+        "objective",
+        "cross_entropy",
+        "mean-over-all",
+        "mean over ignored positions",
+        """
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != ignore_index
             kept = logits[keep]
@@ -370,76 +651,154 @@ WRONG: list[Variant] = [
             log_norm = peak.squeeze(-1) + (kept - peak).exp().sum(dim=-1).log()
             picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
             return (log_norm - picked).sum() / len(targets)
-    """),
-    V("objective", "cross_entropy", "overflow", "overflow on logits of 1e4", """
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "overflow",
+        "overflow on logits of 1e4",
+        """
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != ignore_index
             kept = logits[keep]
             log_norm = kept.exp().sum(dim=-1).log()
             picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
             return (log_norm - picked).mean()
-    """),
-    V("objective", "cross_entropy", "not-ignored", "ignore_index must be left out", """
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "not-ignored",
+        "ignore_index must be left out",
+        """
         def cross_entropy(logits, targets, ignore_index=-100):
             log_probs = logits - logits.logsumexp(dim=-1, keepdim=True)
             return -log_probs[range(len(targets)), targets].mean()
-    """),
-    V("objective", "cross_entropy", "hard-coded-ignore", "use the ignore_index argument", """
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "hard-coded-ignore",
+        "use the ignore_index argument",
+        """
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != -100
             kept = logits[keep]
             log_norm = kept.logsumexp(dim=-1)
             picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
             return (log_norm - picked).mean()
-    """),
-    V("objective", "lm_loss", "not-shifted", "targets are not shifted", """
+    """,
+    ),
+    V(
+        "objective",
+        "lm_loss",
+        "not-shifted",
+        "targets are not shifted",
+        """
         def lm_loss(logits, input_ids, ignore_index=-100):
             V = logits.shape[-1]
             return cross_entropy(logits.reshape(-1, V), input_ids.reshape(-1), ignore_index)
-    """),
-    V("objective", "lm_loss", "backwards", "shift the other way", """
+    """,
+    ),
+    V(
+        "objective",
+        "lm_loss",
+        "backwards",
+        "shift the other way",
+        """
         def lm_loss(logits, input_ids, ignore_index=-100):
             V = logits.shape[-1]
             return cross_entropy(logits[:, 1:].reshape(-1, V), input_ids[:, :-1].reshape(-1),
                                  ignore_index)
-    """),
-    V("objective", "lm_loss", "ignore-index-dropped", "pass ignore_index on", """
+    """,
+    ),
+    V(
+        "objective",
+        "lm_loss",
+        "ignore-index-dropped",
+        "pass ignore_index on",
+        """
         def lm_loss(logits, input_ids, ignore_index=-100):
             V = logits.shape[-1]
             return cross_entropy(logits[:, :-1].reshape(-1, V), input_ids[:, 1:].reshape(-1))
-    """),
-    V("objective", "perplexity", "base-two", "use e, not 2", """
+    """,
+    ),
+    V(
+        "objective",
+        "perplexity",
+        "base-two",
+        "use e, not 2",
+        """
         def perplexity(loss):
             return 2.0 ** float(loss)
-    """),
-    V("objective", "perplexity", "tensor", "Python float", """
+    """,
+    ),
+    V(
+        "objective",
+        "perplexity",
+        "tensor",
+        "Python float",
+        """
         def perplexity(loss):
             import torch
             return torch.exp(torch.as_tensor(loss))
-    """),
-    V("objective", "pad_targets", "in-place", IN_PLACE, """
+    """,
+    ),
+    V(
+        "objective",
+        "pad_targets",
+        "in-place",
+        IN_PLACE,
+        """
         def pad_targets(targets, pad_id, ignore_index=-100):
             targets[targets == pad_id] = ignore_index
             return targets
-    """),
-    V("objective", "pad_targets", "hard-coded-ignore", "use the ignore_index argument", """
+    """,
+    ),
+    V(
+        "objective",
+        "pad_targets",
+        "hard-coded-ignore",
+        "use the ignore_index argument",
+        """
         def pad_targets(targets, pad_id, ignore_index=-100):
             return targets.masked_fill(targets == pad_id, -100)
-    """),
-    V("objective", "pad_targets", "zero-not-pad", "compare with pad_id", """
+    """,
+    ),
+    V(
+        "objective",
+        "pad_targets",
+        "zero-not-pad",
+        "compare with pad_id",
+        """
         def pad_targets(targets, pad_id, ignore_index=-100):
             return targets.masked_fill(targets == 0, ignore_index)
-    """),
+    """,
+    ),
     # -- packing ----------------------------------------------------------------------------------
-    V("packing", "pack", "no-eos", "end every document with eos_id", """
+    V(
+        "packing",
+        "pack",
+        "no-eos",
+        "end every document with eos_id",
+        """
         def pack(docs, seq_len, eos_id):
             stream = [t for doc in docs for t in doc]
             owners = [i for i, doc in enumerate(docs) for _ in doc]
             n = len(stream) // seq_len
             return (torch.tensor(stream[: n * seq_len], dtype=torch.long).reshape(n, seq_len),
                     torch.tensor(owners[: n * seq_len], dtype=torch.long).reshape(n, seq_len))
-    """),
-    V("packing", "pack", "padded", "drop the incomplete last row", """
+    """,
+    ),
+    V(
+        "packing",
+        "pack",
+        "padded",
+        "drop the incomplete last row",
+        """
         def pack(docs, seq_len, eos_id):
             stream = [t for doc in docs for t in doc + [eos_id]]
             owners = [i for i, doc in enumerate(docs) for _ in doc + [eos_id]]
@@ -449,29 +808,59 @@ WRONG: list[Variant] = [
             n = len(stream) // seq_len
             return (torch.tensor(stream, dtype=torch.long).reshape(n, seq_len),
                     torch.tensor(owners, dtype=torch.long).reshape(n, seq_len))
-    """),
-    V("packing", "pack", "eos-next-doc", "belongs to the document it ends", """
+    """,
+    ),
+    V(
+        "packing",
+        "pack",
+        "eos-next-doc",
+        "belongs to the document it ends",
+        """
         def pack(docs, seq_len, eos_id):
             stream = [t for doc in docs for t in doc + [eos_id]]
-            owners = [i + (j == len(doc)) for i, doc in enumerate(docs) for j in range(len(doc) + 1)]
+            owners = [i + (j == len(d)) for i, d in enumerate(docs) for j in range(len(d) + 1)]
             n = len(stream) // seq_len
             return (torch.tensor(stream[: n * seq_len], dtype=torch.long).reshape(n, seq_len),
                     torch.tensor(owners[: n * seq_len], dtype=torch.long).reshape(n, seq_len))
-    """),
-    V("packing", "document_mask", "causal-only", "block-diagonal", """
+    """,
+    ),
+    V(
+        "packing",
+        "document_mask",
+        "causal-only",
+        "block-diagonal",
+        """
         def document_mask(doc_ids):
             B, T = doc_ids.shape
             return torch.ones(T, T, dtype=torch.bool).tril().expand(B, T, T).clone()
-    """),
-    V("packing", "document_mask", "not-causal", "causal too", """
+    """,
+    ),
+    V(
+        "packing",
+        "document_mask",
+        "not-causal",
+        "causal too",
+        """
         def document_mask(doc_ids):
             return doc_ids.unsqueeze(-1) == doc_ids.unsqueeze(-2)
-    """),
-    V("packing", "position_ids", "not-reset", "not reset per document", """
+    """,
+    ),
+    V(
+        "packing",
+        "position_ids",
+        "not-reset",
+        "not reset per document",
+        """
         def position_ids(doc_ids):
             return torch.arange(doc_ids.shape[1]).expand_as(doc_ids).clone()
-    """),
-    V("packing", "position_ids", "row-continues", "a row's first token starts a run", """
+    """,
+    ),
+    V(
+        "packing",
+        "position_ids",
+        "row-continues",
+        "a row's first token starts a run",
+        """
         def position_ids(doc_ids):
             flat = doc_ids.flatten().tolist()
             out, count = [], 0
@@ -479,20 +868,38 @@ WRONG: list[Variant] = [
                 count = count + 1 if t and doc == flat[t - 1] else 0
                 out.append(count)
             return torch.tensor(out).reshape(doc_ids.shape)
-    """),
-    V("packing", "packed_targets", "crosses", "cross a document boundary", """
+    """,
+    ),
+    V(
+        "packing",
+        "packed_targets",
+        "crosses",
+        "cross a document boundary",
+        """
         def packed_targets(input_ids, doc_ids, ignore_index=-100):
             targets = torch.full_like(input_ids, ignore_index)
             targets[:, :-1] = input_ids[:, 1:]
             return targets
-    """),
-    V("packing", "packed_targets", "wraps", "the last position has no next token", """
+    """,
+    ),
+    V(
+        "packing",
+        "packed_targets",
+        "wraps",
+        "the last position has no next token",
+        """
         def packed_targets(input_ids, doc_ids, ignore_index=-100):
             same = torch.roll(doc_ids, -1, dims=1) == doc_ids
             return torch.roll(input_ids, -1, dims=1).masked_fill(~same, ignore_index)
-    """),
+    """,
+    ),
     # -- training ---------------------------------------------------------------------------------
-    V("training", "lr_at", "zero-start", "starting at 0", """
+    V(
+        "training",
+        "lr_at",
+        "zero-start",
+        "starting at 0",
+        """
         def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
             if not 0 <= warmup_steps < max_steps:
                 raise ValueError("bad schedule")
@@ -502,8 +909,14 @@ WRONG: list[Variant] = [
                 return min_lr
             progress = (step - warmup_steps) / (max_steps - warmup_steps)
             return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
-    """),
-    V("training", "lr_at", "to-zero", "not down to 0", """
+    """,
+    ),
+    V(
+        "training",
+        "lr_at",
+        "to-zero",
+        "not down to 0",
+        """
         def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
             if not 0 <= warmup_steps < max_steps:
                 raise ValueError("bad schedule")
@@ -513,8 +926,14 @@ WRONG: list[Variant] = [
                 return min_lr
             progress = (step - warmup_steps) / (max_steps - warmup_steps)
             return 0.5 * max_lr * (1.0 + math.cos(math.pi * progress))
-    """),
-    V("training", "lr_at", "keeps-cycling", "stay at min_lr", """
+    """,
+    ),
+    V(
+        "training",
+        "lr_at",
+        "keeps-cycling",
+        "stay at min_lr",
+        """
         def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
             if not 0 <= warmup_steps < max_steps:
                 raise ValueError("bad schedule")
@@ -522,8 +941,14 @@ WRONG: list[Variant] = [
                 return max_lr * (step + 1) / warmup_steps
             progress = (step - warmup_steps) / (max_steps - warmup_steps)
             return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
-    """),
-    V("training", "lr_at", "no-validation", "raise ValueError unless", """
+    """,
+    ),
+    V(
+        "training",
+        "lr_at",
+        "no-validation",
+        "raise ValueError unless",
+        """
         def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
             if step < warmup_steps:
                 return max_lr * (step + 1) / warmup_steps
@@ -531,8 +956,14 @@ WRONG: list[Variant] = [
                 return min_lr
             progress = (step - warmup_steps) / max(max_steps - warmup_steps, 1)
             return min_lr + 0.5 * (max_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
-    """),
-    V("training", "train_step", "unscaled", "without loss scaling", """
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "unscaled",
+        "without loss scaling",
+        """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             model.train()
             total = 0.0
@@ -544,8 +975,14 @@ WRONG: list[Variant] = [
             optimizer.step()
             optimizer.zero_grad()
             return total / len(micro_batches)
-    """),
-    V("training", "train_step", "not-zeroed", "not zeroing grads", """
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "not-zeroed",
+        "not zeroing grads",
+        """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             model.train()
             total = 0.0
@@ -556,8 +993,14 @@ WRONG: list[Variant] = [
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             optimizer.step()
             return total / len(micro_batches)
-    """),
-    V("training", "train_step", "no-clip", "clip", """
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "no-clip",
+        "clip",
+        """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             model.train()
             total = 0.0
@@ -568,8 +1011,14 @@ WRONG: list[Variant] = [
             optimizer.step()
             optimizer.zero_grad()
             return total / len(micro_batches)
-    """),
-    V("training", "train_step", "no-train-mode", "model.train()", """
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "no-train-mode",
+        "model.train()",
+        """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             total = 0.0
             for x, y in micro_batches:
@@ -580,8 +1029,14 @@ WRONG: list[Variant] = [
             optimizer.step()
             optimizer.zero_grad()
             return total / len(micro_batches)
-    """),
-    V("training", "train_step", "returns-sum", "not their sum", """
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "returns-sum",
+        "not their sum",
+        """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             model.train()
             total = 0.0
@@ -593,31 +1048,55 @@ WRONG: list[Variant] = [
             optimizer.step()
             optimizer.zero_grad()
             return total
-    """),
-    V("training", "evaluate", "left-eval", "not restoring train mode", """
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "left-eval",
+        "not restoring train mode",
+        """
         def evaluate(model, batches):
             model.eval()
             with torch.no_grad():
                 losses = [next_token_loss(model, x, y).item() for x, y in batches]
             return sum(losses) / len(losses)
-    """),
-    V("training", "evaluate", "forced-train", "must stay in eval mode", """
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "forced-train",
+        "must stay in eval mode",
+        """
         def evaluate(model, batches):
             model.eval()
             with torch.no_grad():
                 losses = [next_token_loss(model, x, y).item() for x, y in batches]
             model.train()
             return sum(losses) / len(losses)
-    """),
-    V("training", "evaluate", "with-grad", "without gradients", """
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "with-grad",
+        "without gradients",
+        """
         def evaluate(model, batches):
             was = model.training
             model.eval()
             losses = [next_token_loss(model, x, y).item() for x, y in batches]
             model.train(was)
             return sum(losses) / len(losses)
-    """),
-    V("training", "evaluate", "token-weighted", "each batch counts once", """
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "token-weighted",
+        "each batch counts once",
+        """
         def evaluate(model, batches):
             was = model.training
             model.eval()
@@ -629,8 +1108,14 @@ WRONG: list[Variant] = [
                     count += n
             model.train(was)
             return total / count
-    """),
-    V("training", "evaluate", "len-of-batches", "even a one-shot generator", """
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "len-of-batches",
+        "even a one-shot generator",
+        """
         def evaluate(model, batches):
             was = model.training
             model.eval()
@@ -638,8 +1123,15 @@ WRONG: list[Variant] = [
                 total = sum(next_token_loss(model, x, y).item() for x, y in batches)
             model.train(was)
             return total / len(batches)
-    """),
-    V("training", "fit", "lr-after-step", "before the step, not after", """
+    """,
+        hidden=True,
+    ),
+    V(
+        "training",
+        "fit",
+        "lr-after-step",
+        "before the step, not after",
+        """
         def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
                 eval_batches=None, eval_every=None):
             batches = _cycle(train_batches)
@@ -656,8 +1148,14 @@ WRONG: list[Variant] = [
                     record["eval_loss"] = evaluate(model, eval_batches)
                 history.append(record)
             return history
-    """),
-    V("training", "fit", "eval-from-zero", "eval_every-th step", """
+    """,
+    ),
+    V(
+        "training",
+        "fit",
+        "eval-from-zero",
+        "eval_every-th step",
+        """
         def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
                 eval_batches=None, eval_every=None):
             batches = _cycle(train_batches)
@@ -673,8 +1171,14 @@ WRONG: list[Variant] = [
                     record["eval_loss"] = evaluate(model, eval_batches)
                 history.append(record)
             return history
-    """),
-    V("training", "fit", "no-cycle", "start a fresh iter(train_batches)", """
+    """,
+    ),
+    V(
+        "training",
+        "fit",
+        "no-cycle",
+        "start a fresh iter(train_batches)",
+        """
         def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
                 eval_batches=None, eval_every=None):
             batches = iter(train_batches)
@@ -690,8 +1194,14 @@ WRONG: list[Variant] = [
                     record["eval_loss"] = evaluate(model, eval_batches)
                 history.append(record)
             return history
-    """),
-    V("training", "fit", "itertools-cycle", "itertools.cycle replays", """
+    """,
+    ),
+    V(
+        "training",
+        "fit",
+        "itertools-cycle",
+        "itertools.cycle replays",
+        """
         def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
                 eval_batches=None, eval_every=None):
             import itertools
@@ -708,9 +1218,16 @@ WRONG: list[Variant] = [
                     record["eval_loss"] = evaluate(model, eval_batches)
                 history.append(record)
             return history
-    """),
+    """,
+        hidden=True,
+    ),
     # -- generation -------------------------------------------------------------------------------
-    V("generation", "sample_next", "top-k-not-capped", "top_k not capped at V", """
+    V(
+        "generation",
+        "sample_next",
+        "top-k-not-capped",
+        "top_k not capped at V",
+        """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             if temperature == 0:
                 return logits.argmax(dim=-1)
@@ -720,8 +1237,14 @@ WRONG: list[Variant] = [
                 logits = logits.masked_fill(logits < kth, float("-inf"))
             probs = torch.softmax(logits, dim=-1)
             return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-    """),
-    V("generation", "sample_next", "zero-temperature", "temperature 0 means greedy", """
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "zero-temperature",
+        "temperature 0 means greedy",
+        """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             logits = logits / temperature
             if top_k is not None:
@@ -730,8 +1253,14 @@ WRONG: list[Variant] = [
                 logits = logits.masked_fill(logits < kth, float("-inf"))
             probs = torch.softmax(logits, dim=-1)
             return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-    """),
-    V("generation", "sample_next", "no-generator", "generator=generator", """
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "no-generator",
+        "generator=generator",
+        """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             if temperature == 0:
                 return logits.argmax(dim=-1)
@@ -741,8 +1270,14 @@ WRONG: list[Variant] = [
                 kth = torch.topk(logits, k, dim=-1).values[..., -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
             return torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(-1)
-    """),
-    V("generation", "sample_next", "exactly-k", "ties included", """
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "exactly-k",
+        "ties included",
+        """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             if temperature == 0:
                 return logits.argmax(dim=-1)
@@ -754,8 +1289,15 @@ WRONG: list[Variant] = [
                 logits = masked.scatter(-1, keep, logits.gather(-1, keep))
             probs = torch.softmax(logits, dim=-1)
             return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-    """),
-    V("generation", "sample_next", "unsqueezed", "return shape [B]", """
+    """,
+        hidden=True,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "unsqueezed",
+        "return shape [B]",
+        """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             if temperature == 0:
                 return logits.argmax(dim=-1)
@@ -765,8 +1307,14 @@ WRONG: list[Variant] = [
                 kth = torch.topk(logits, k, dim=-1).values[..., -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
             return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
-    """),
-    V("generation", "generate", "not-cropped", "not cropping context", """
+    """,
+    ),
+    V(
+        "generation",
+        "generate",
+        "not-cropped",
+        "not cropping context",
+        """
         def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
                      generator=None):
             with torch.no_grad():
@@ -775,8 +1323,14 @@ WRONG: list[Variant] = [
                     next_id = sample_next(logits[:, -1, :], temperature, top_k, generator)
                     ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
             return ids
-    """),
-    V("generation", "generate", "first-position", "last position", """
+    """,
+    ),
+    V(
+        "generation",
+        "generate",
+        "first-position",
+        "last position",
+        """
         def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
                      generator=None):
             with torch.no_grad():
@@ -785,8 +1339,14 @@ WRONG: list[Variant] = [
                     next_id = sample_next(logits[:, 0, :], temperature, top_k, generator)
                     ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
             return ids
-    """),
-    V("generation", "generate", "cropped-start", "the last context_length tokens", """
+    """,
+    ),
+    V(
+        "generation",
+        "generate",
+        "cropped-start",
+        "the last context_length tokens",
+        """
         def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
                      generator=None):
             with torch.no_grad():
@@ -795,8 +1355,14 @@ WRONG: list[Variant] = [
                     next_id = sample_next(logits[:, -1, :], temperature, top_k, generator)
                     ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
             return ids
-    """),
-    V("generation", "generate", "with-grad", "without gradients", """
+    """,
+    ),
+    V(
+        "generation",
+        "generate",
+        "with-grad",
+        "without gradients",
+        """
         def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
                      generator=None):
             for _ in range(max_new_tokens):
@@ -804,8 +1370,14 @@ WRONG: list[Variant] = [
                 next_id = sample_next(logits[:, -1, :].detach(), temperature, top_k, generator)
                 ids = torch.cat([ids, next_id.unsqueeze(-1)], dim=-1)
             return ids
-    """),
-    V("generation", "load_gpt2_state_dict", "drops-c-attn-bias", "c_attn.bias", """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "drops-c-attn-bias",
+        "c_attn.bias",
+        """
         def load_gpt2_state_dict(hf_state):
             ours = {}
             for key, value in hf_state.items():
@@ -818,8 +1390,14 @@ WRONG: list[Variant] = [
                 ours[key] = value
             ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
             return ours
-    """),
-    V("generation", "load_gpt2_state_dict", "no-transpose", "transpose the four Conv1D", """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "no-transpose",
+        "transpose the four Conv1D",
+        """
         def load_gpt2_state_dict(hf_state):
             ours = {}
             for key, value in hf_state.items():
@@ -830,8 +1408,14 @@ WRONG: list[Variant] = [
                 ours[key] = value
             ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
             return ours
-    """),
-    V("generation", "load_gpt2_state_dict", "transposes-all", "transpose only the four", """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "transposes-all",
+        "transpose only the four",
+        """
         def load_gpt2_state_dict(hf_state):
             ours = {}
             for key, value in hf_state.items():
@@ -842,8 +1426,14 @@ WRONG: list[Variant] = [
                 ours[key] = value.t() if value.dim() == 2 else value
             ours.setdefault("lm_head.weight", ours["transformer.wte.weight"].t())
             return ours
-    """),
-    V("generation", "load_gpt2_state_dict", "no-prefix", "add the transformer. prefix", """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "no-prefix",
+        "add the transformer. prefix",
+        """
         def load_gpt2_state_dict(hf_state):
             ours = {}
             for key, value in hf_state.items():
@@ -856,8 +1446,14 @@ WRONG: list[Variant] = [
                 wte = ours.get("transformer.wte.weight", ours.get("wte.weight"))
                 ours["lm_head.weight"] = wte
             return ours
-    """),
-    V("generation", "load_gpt2_state_dict", "not-tied", "weight tying", """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "not-tied",
+        "weight tying",
+        """
         def load_gpt2_state_dict(hf_state):
             ours = {}
             for key, value in hf_state.items():
@@ -869,8 +1465,14 @@ WRONG: list[Variant] = [
                     value = value.t()
                 ours[key] = value
             return ours
-    """),
-    V("generation", "load_gpt2_state_dict", "pops-input", IN_PLACE, """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "pops-input",
+        IN_PLACE,
+        """
         def load_gpt2_state_dict(hf_state):
             for key in [k for k in hf_state if k.endswith(MASK_BUFFERS)]:
                 del hf_state[key]
@@ -883,15 +1485,27 @@ WRONG: list[Variant] = [
                 ours[key] = value
             ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
             return ours
-    """),
+    """,
+    ),
 ]
 
 RIGHT: list[Variant] = [
-    V("tokens", "split_pieces", "finditer", None, """
+    V(
+        "tokens",
+        "split_pieces",
+        "finditer",
+        None,
+        """
         def split_pieces(text):
             return [m.group(0) for m in _PIECES.finditer(text)]
-    """),
-    V("tokens", "bpe_merge", "min-with-key", None, """
+    """,
+    ),
+    V(
+        "tokens",
+        "bpe_merge",
+        "min-with-key",
+        None,
+        """
         def bpe_merge(piece, ranks):
             parts = [bytes([b]) for b in piece]
             while True:
@@ -900,56 +1514,110 @@ RIGHT: list[Variant] = [
                     return [ranks[p] for p in parts]
                 i = min(candidates, key=lambda j: (ranks[parts[j] + parts[j + 1]], j))
                 parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2 :]
-    """),
-    V("tokens", "encode", "comprehension", None, """
+    """,
+    ),
+    V(
+        "tokens",
+        "encode",
+        "comprehension",
+        None,
+        """
         def encode(text):
             ranks = bpe_ranks()
             return [i for piece in split_pieces(text) for i in bpe_merge(piece.encode(), ranks)]
-    """),
-    V("tokens", "decode", "bytearray", None, """
+    """,
+    ),
+    V(
+        "tokens",
+        "decode",
+        "bytearray",
+        None,
+        """
         def decode(ids):
             out = bytearray()
             for i in ids:
                 out += id_to_bytes()[i]
             return out.decode(errors="replace")
-    """),
-    V("embeddings", "lookup", "f-embedding", None, """
+    """,
+    ),
+    V(
+        "embeddings",
+        "lookup",
+        "f-embedding",
+        None,
+        """
         def lookup(table, ids):
             return F.embedding(ids, table)
-    """),
-    V("embeddings", "one_hot_lookup", "eye", None, """
+    """,
+    ),
+    V(
+        "embeddings",
+        "one_hot_lookup",
+        "eye",
+        None,
+        """
         def one_hot_lookup(table, ids):
             return torch.eye(table.shape[0], dtype=table.dtype)[ids] @ table
-    """),
-    V("embeddings", "add_positions", "torch-add", None, """
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "torch-add",
+        None,
+        """
         def add_positions(vectors, pos_table):
             B, T, C = vectors.shape
             L = pos_table.shape[0]
             if T > L:
                 raise ValueError(f"{T} positions, but the table has {L}")
             return torch.add(vectors, pos_table.narrow(0, 0, T).unsqueeze(0))
-    """),
-    V("embeddings", "nearest", "normalised-matmul", None, """
+    """,
+    ),
+    V(
+        "embeddings",
+        "nearest",
+        "normalised-matmul",
+        None,
+        """
         def nearest(table, index, k):
             unit = table / table.norm(dim=-1, keepdim=True)
             sims = (unit @ unit[index]).tolist()
             order = sorted((r for r in range(len(sims)) if r != index), key=lambda r: -sims[r])
             return [(r, sims[r]) for r in order[:k]]
-    """),
-    V("windows", "shift", "narrow", None, """
+    """,
+    ),
+    V(
+        "windows",
+        "shift",
+        "narrow",
+        None,
+        """
         def shift(ids):
             T = ids.shape[-1]
             return ids.narrow(-1, 0, T - 1), ids.narrow(-1, 1, T - 1)
-    """),
-    V("windows", "window_starts", "while-loop", None, """
+    """,
+    ),
+    V(
+        "windows",
+        "window_starts",
+        "while-loop",
+        None,
+        """
         def window_starts(n_tokens, context_length, stride):
             starts, s = [], 0
             while s + context_length + 1 <= n_tokens:
                 starts.append(s)
                 s += stride
             return starts
-    """),
-    V("windows", "TokenWindows", "lazy", None, """
+    """,
+    ),
+    V(
+        "windows",
+        "TokenWindows",
+        "lazy",
+        None,
+        """
         class TokenWindows(Dataset):
             def __init__(self, ids, context_length, stride):
                 self.ids = torch.tensor(list(ids), dtype=torch.long)
@@ -962,25 +1630,41 @@ RIGHT: list[Variant] = [
             def __getitem__(self, i):
                 window = self.ids[i * self.s : i * self.s + self.c + 1]
                 return window[:-1].clone(), window[1:].clone()
-    """),
-    V("windows", "make_loader", "explicit-sampler", None, """
+    """,
+    ),
+    V(
+        "windows",
+        "make_loader",
+        "options-dict",
+        None,
+        """
         def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
                         seed=None):
-            from torch.utils.data import RandomSampler, SequentialSampler
-            data = TokenWindows(ids, context_length, stride)
-            if shuffle:
-                g = None if seed is None else torch.Generator().manual_seed(seed)
-                sampler = RandomSampler(data, generator=g)
-            else:
-                sampler = SequentialSampler(data)
-            return DataLoader(data, batch_size=batch_size, sampler=sampler, drop_last=drop_last)
-    """),
-    V("attention", "causal_mask", "compare-aranges", None, """
+            options = {"shuffle": shuffle, "drop_last": drop_last}
+            if seed is not None:
+                generator = torch.Generator()
+                generator.manual_seed(seed)
+                options["generator"] = generator
+            return DataLoader(TokenWindows(ids, context_length, stride), batch_size, **options)
+    """,
+    ),
+    V(
+        "attention",
+        "causal_mask",
+        "compare-aranges",
+        None,
+        """
         def causal_mask(T):
             positions = torch.arange(T)
             return positions.unsqueeze(0) <= positions.unsqueeze(1)
-    """),
-    V("attention", "attention", "manual-softmax", None, """
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
+        "manual-softmax",
+        None,
+        """
         def attention(q, k, v, mask=None):
             scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)
             if mask is not None:
@@ -988,30 +1672,60 @@ RIGHT: list[Variant] = [
             scores = scores - scores.amax(dim=-1, keepdim=True)
             weights = scores.exp()
             return (weights / weights.sum(dim=-1, keepdim=True)) @ v
-    """),
-    V("objective", "cross_entropy", "torch-logsumexp", None, """
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "torch-logsumexp",
+        None,
+        """
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != ignore_index
             safe = targets.clamp(min=0) * keep
             losses = logits.logsumexp(dim=-1) - logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
             return (losses * keep).sum() / keep.sum()
-    """),
-    V("objective", "lm_loss", "class-dimension", None, """
+    """,
+    ),
+    V(
+        "objective",
+        "lm_loss",
+        "class-dimension",
+        None,
+        """
         def lm_loss(logits, input_ids, ignore_index=-100):
             import torch.nn.functional as F
             return F.cross_entropy(logits[:, :-1].transpose(1, 2), input_ids[:, 1:],
                                    ignore_index=ignore_index)
-    """),
-    V("objective", "perplexity", "e-power", None, """
+    """,
+    ),
+    V(
+        "objective",
+        "perplexity",
+        "e-power",
+        None,
+        """
         def perplexity(loss):
             return math.e ** float(loss)
-    """),
-    V("objective", "pad_targets", "where", None, """
+    """,
+    ),
+    V(
+        "objective",
+        "pad_targets",
+        "where",
+        None,
+        """
         def pad_targets(targets, pad_id, ignore_index=-100):
             import torch
             return torch.where(targets == pad_id, torch.full_like(targets, ignore_index), targets)
-    """),
-    V("packing", "pack", "flat-then-view", None, """
+    """,
+    ),
+    V(
+        "packing",
+        "pack",
+        "flat-then-view",
+        None,
+        """
         def pack(docs, seq_len, eos_id):
             import itertools
             stream = list(itertools.chain.from_iterable(d + [eos_id] for d in docs))
@@ -1021,8 +1735,14 @@ RIGHT: list[Variant] = [
             ids = torch.tensor(stream, dtype=torch.long)[: n * seq_len].view(n, seq_len)
             doc_ids = torch.tensor(owner, dtype=torch.long)[: n * seq_len].view(n, seq_len)
             return ids, doc_ids
-    """),
-    V("packing", "document_mask", "loops", None, """
+    """,
+    ),
+    V(
+        "packing",
+        "document_mask",
+        "loops",
+        None,
+        """
         def document_mask(doc_ids):
             B, T = doc_ids.shape
             mask = torch.zeros(B, T, T, dtype=torch.bool)
@@ -1031,8 +1751,14 @@ RIGHT: list[Variant] = [
                     for j in range(i + 1):
                         mask[b, i, j] = bool(doc_ids[b, i] == doc_ids[b, j])
             return mask
-    """),
-    V("packing", "position_ids", "loops", None, """
+    """,
+    ),
+    V(
+        "packing",
+        "position_ids",
+        "loops",
+        None,
+        """
         def position_ids(doc_ids):
             out = torch.zeros_like(doc_ids)
             for b in range(doc_ids.shape[0]):
@@ -1040,15 +1766,27 @@ RIGHT: list[Variant] = [
                     if doc_ids[b, t] == doc_ids[b, t - 1]:
                         out[b, t] = out[b, t - 1] + 1
             return out
-    """),
-    V("packing", "packed_targets", "where", None, """
+    """,
+    ),
+    V(
+        "packing",
+        "packed_targets",
+        "where",
+        None,
+        """
         def packed_targets(input_ids, doc_ids, ignore_index=-100):
             nxt = torch.cat([input_ids[:, 1:], input_ids[:, :1]], dim=1)
             same = torch.cat([doc_ids[:, 1:] == doc_ids[:, :-1],
                               torch.zeros_like(doc_ids[:, :1], dtype=torch.bool)], dim=1)
             return torch.where(same, nxt, torch.full_like(nxt, ignore_index))
-    """),
-    V("training", "lr_at", "rewritten", None, """
+    """,
+    ),
+    V(
+        "training",
+        "lr_at",
+        "rewritten",
+        None,
+        """
         def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
             if warmup_steps < 0 or warmup_steps >= max_steps:
                 raise ValueError(f"warmup_steps={warmup_steps}, max_steps={max_steps}")
@@ -1057,8 +1795,14 @@ RIGHT: list[Variant] = [
                 cosine = (math.cos(math.pi * t / (max_steps - warmup_steps)) + 1) / 2
                 return min_lr + (max_lr - min_lr) * cosine
             return (step + 1) * max_lr / warmup_steps
-    """),
-    V("training", "train_step", "one-backward", None, """
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "one-backward",
+        None,
+        """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             model.train()
             losses = [next_token_loss(model, x, y) for x, y in micro_batches]
@@ -1067,8 +1811,14 @@ RIGHT: list[Variant] = [
             optimizer.step()
             optimizer.zero_grad(set_to_none=False)
             return sum(loss.item() for loss in losses) / len(losses)
-    """),
-    V("training", "evaluate", "inference-mode", None, """
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "inference-mode",
+        None,
+        """
         def evaluate(model, batches):
             was_training = model.training
             model.eval()
@@ -1081,8 +1831,14 @@ RIGHT: list[Variant] = [
             finally:
                 model.train(was_training)
             return total / count
-    """),
-    V("training", "fit", "while-loop", None, """
+    """,
+    ),
+    V(
+        "training",
+        "fit",
+        "while-loop",
+        None,
+        """
         def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
                 eval_batches=None, eval_every=None):
             it = iter(train_batches)
@@ -1098,23 +1854,36 @@ RIGHT: list[Variant] = [
                         it = iter(train_batches)
                 loss = train_step(model, micro, optimizer)
                 history.append({"step": step, "lr": lr_schedule(step), "loss": loss})
-                last = step == steps - 1
-                if eval_batches is not None and (last or (eval_every and (step + 1) % eval_every == 0)):
+                due = step == steps - 1 or (eval_every and (step + 1) % eval_every == 0)
+                if eval_batches is not None and due:
                     history[-1]["eval_loss"] = evaluate(model, eval_batches)
                 step += 1
             return history
-    """),
-    V("generation", "sample_next", "mask-then-divide", None, """
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "mask-then-divide",
+        None,
+        """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             if temperature == 0:
                 return torch.argmax(logits, dim=-1)
             if top_k is not None:
-                kth = logits.sort(dim=-1, descending=True).values[:, min(top_k, logits.shape[-1]) - 1]
+                k = min(top_k, logits.shape[-1])
+                kth = logits.sort(dim=-1, descending=True).values[:, k - 1]
                 logits = logits.masked_fill(logits < kth.unsqueeze(-1), float("-inf"))
             probs = (logits / temperature).softmax(dim=-1)
             return torch.multinomial(probs, num_samples=1, generator=generator)[:, 0]
-    """),
-    V("generation", "generate", "preallocated", None, """
+    """,
+    ),
+    V(
+        "generation",
+        "generate",
+        "preallocated",
+        None,
+        """
         def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
                      generator=None):
             B, T = ids.shape
@@ -1125,8 +1894,14 @@ RIGHT: list[Variant] = [
                     logits = model(out[:, max(0, t - context_length) : t])
                     out[:, t] = sample_next(logits[:, -1], temperature, top_k, generator)
             return out
-    """),
-    V("generation", "load_gpt2_state_dict", "regex", None, """
+    """,
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "regex",
+        None,
+        """
         def load_gpt2_state_dict(hf_state):
             import re
             ours = {}
@@ -1136,11 +1911,12 @@ RIGHT: list[Variant] = [
                     continue
                 if name != "lm_head.weight":
                     name = "transformer." + name
-                if re.search(r"\\.(attn\\.c_attn|attn\\.c_proj|mlp\\.c_fc|mlp\\.c_proj)\\.weight$", name):
+                if re.search(r"\\.(attn\\.c_attn|attn\\.c_proj|mlp\\.c_(fc|proj))\\.weight$", name):
                     value = value.transpose(0, 1)
                 ours[name] = value.clone()
             if "lm_head.weight" not in ours:
                 ours["lm_head.weight"] = ours["transformer.wte.weight"]
             return ours
-    """),
+    """,
+    ),
 ]

@@ -17,10 +17,12 @@ LESSON_OF_MODULE = {lesson.module: lesson.slug for lesson in MANIFEST.lessons}
 
 
 class Rounds:
-    """Grades each round of variants once (public and hidden checks), on first use."""
+    """Grades each round of variants once, on first use: wrong ones with the public checks
+    (and the hidden ones for the variants only those catch), right ones with both."""
 
-    def __init__(self, variants: list[Variant], directory: Path) -> None:
+    def __init__(self, variants: list[Variant], directory: Path, hidden: bool) -> None:
         self.groups = rounds(variants)
+        self.hidden = hidden
         self.directory = directory
         self.reports: dict[int, dict] = {}
 
@@ -34,7 +36,7 @@ class Rounds:
             self.reports[index] = graders.grade(
                 target,
                 lessons=sorted({LESSON_OF_MODULE[v.module] for v in group}),
-                hidden=True,
+                hidden=self.hidden or group[0].hidden,
                 json_path=where / "report.json",
                 functions=sorted({v.function for v in group}),
                 reveal_hidden=True,
@@ -50,12 +52,12 @@ def checks_of(report: dict, variant: Variant) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def wrong_rounds(tmp_path_factory) -> Rounds:
-    return Rounds(WRONG, tmp_path_factory.mktemp("wrong"))
+    return Rounds(WRONG, tmp_path_factory.mktemp("wrong"), hidden=False)
 
 
 @pytest.fixture(scope="module")
 def right_rounds(tmp_path_factory) -> Rounds:
-    return Rounds(RIGHT, tmp_path_factory.mktemp("right"))
+    return Rounds(RIGHT, tmp_path_factory.mktemp("right"), hidden=True)
 
 
 @pytest.mark.parametrize("variant", WRONG, ids=[v.id for v in WRONG])

@@ -89,6 +89,8 @@ def test_interrupted_and_resumed_run_gives_the_same_losses(
 def test_resume_refuses_changed_settings(tmp_path: Path, small_corpus: Path) -> None:
     cfg = _config(tmp_path, small_corpus, steps=3, warmup_steps=1)
     train.run(cfg, quiet=True)
+    with pytest.raises(train.UsageError, match="already holds a finished run of 3 steps"):
+        train.run(cfg, quiet=True)
     with pytest.raises(train.UsageError, match="batch_size"):
         train.run(dataclasses.replace(cfg, steps=5, batch_size=2), quiet=True)
     report = train.run(dataclasses.replace(cfg, steps=5), quiet=True)  # more steps: fine

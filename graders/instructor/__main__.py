@@ -19,12 +19,21 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the nbgrader course directory (default: build/nbgrader)",
     )
+    # --course may come after the command too (`nox -s autograde -- --course DIR`).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--course", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True)
-    release = commands.add_parser("release", help="build source/ and release/ from the manifest")
+    release = commands.add_parser(
+        "release", parents=[common], help="build source/ and release/ from the manifest"
+    )
     release.add_argument("lessons", nargs="*", metavar="LESSON")
-    collect = commands.add_parser("collect", help="zips in downloaded/LESSON/archive -> submitted/")
+    collect = commands.add_parser(
+        "collect", parents=[common], help="zips in downloaded/LESSON/archive -> submitted/"
+    )
     collect.add_argument("lessons", nargs="*", metavar="LESSON")
-    auto = commands.add_parser("autograde", help="grade, record, feedback and export")
+    auto = commands.add_parser(
+        "autograde", parents=[common], help="grade, record, feedback and export"
+    )
     auto.add_argument("lessons", nargs="*", metavar="LESSON")
     auto.add_argument(
         "--student",
@@ -59,11 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     auto.add_argument("--no-feedback", dest="feedback", action="store_false")
     auto.add_argument("--no-export", dest="export", action="store_false")
-    feedback = commands.add_parser("feedback", help="feedback HTML (hidden tests stripped)")
+    feedback = commands.add_parser(
+        "feedback", parents=[common], help="feedback HTML (hidden tests stripped)"
+    )
     feedback.add_argument("lessons", nargs="*", metavar="LESSON")
-    export = commands.add_parser("export", help="grades.csv and grades-by-check.csv")
+    export = commands.add_parser(
+        "export", parents=[common], help="grades.csv and grades-by-check.csv"
+    )
     export.add_argument("--to", type=Path, default=None, help="folder (default: the course)")
-    one = commands.add_parser("grade-submission", help=argparse.SUPPRESS)
+    one = commands.add_parser("grade-submission", parents=[common], help=argparse.SUPPRESS)
     one.add_argument("--student", required=True)
     one.add_argument("--lesson", required=True)
     one.add_argument("--from", dest="submission", type=Path, default=None)

@@ -89,8 +89,13 @@ def check_add(student, vectors, pos, what: str, **mistakes) -> None:
 def test_add_positions_broadcast(student):
     vectors = _table(12, 5, seed=7).reshape(3, 4, 5)
     pos = _table(6, 5, seed=8)
-    check_add(student, vectors, pos, "add_positions(vectors [3, 4, 5], pos_table [6, 5])",
-              **{"wrong-rows": vectors + pos[-4:]})
+    check_add(
+        student,
+        vectors,
+        pos,
+        "add_positions(vectors [3, 4, 5], pos_table [6, 5])",
+        **{"wrong-rows": vectors + pos[-4:]},
+    )
     vectors, pos = torch.zeros(2, 3, 4), _table(5, 4, seed=9)
     check_add(student, vectors, pos, "add_positions(vectors [2, 3, 4], pos_table [5, 4])")
 

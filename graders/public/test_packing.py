@@ -188,8 +188,12 @@ def test_packed_targets_example(student):
     )
     ids, docs = pack_oracle(DOCS, 5, EOS)
     check_targets(student, ids, docs, f"packed_targets of pack({DOCS}, 5)")
-    check_targets(student, torch.tensor([[1, 2, 3, 4]]), torch.tensor([[5, 5, 5, 5]]),
-                  "packed_targets([[1, 2, 3, 4]], [[5, 5, 5, 5]]) (one document)")
+    check_targets(
+        student,
+        torch.tensor([[1, 2, 3, 4]]),
+        torch.tensor([[5, 5, 5, 5]]),
+        "packed_targets([[1, 2, 3, 4]], [[5, 5, 5, 5]]) (one document)",
+    )
 
 
 @pytest.mark.check("packed-targets-ignore-index")

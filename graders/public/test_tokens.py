@@ -117,21 +117,31 @@ def test_bpe_merge_toy(student):
     check_merge(student, b"x", ranks, "bpe_merge(b'x', ...) (one byte)")
 
 
+def check_merges(
+    student, pieces: list[bytes], ranks: dict[bytes, int], what: str, mistakes: dict[str, object]
+) -> None:
+    """All ``pieces`` first, then one diagnosis over all their answers: a mistake shows in
+    the whole pattern of answers (two mistakes may agree on one piece)."""
+    results = []
+    for piece in pieces:
+        result = student.call("bpe_merge", piece, ranks)
+        results.append(as_list(result, f"bpe_merge({piece!r}, ...)", as_int))
+    expected = [bpe_oracle(piece, ranks) for piece in pieces]
+    answers = {key: [wrong(piece, ranks) for piece in pieces] for key, wrong in mistakes.items()}
+    expect_equal(results, expected, f"{what}: for pieces {pieces}, bpe_merge", mistakes=answers)
+
+
 @pytest.mark.check("bpe-merge-lowest-rank")
 def test_bpe_merge_lowest_rank(student):
-    # b"bc" ranks before b"ab", so "abc" must become a + bc, and "abcd" -> a + bcd.
+    # b"bc" ranks before b"ab", so "abc" must become a + bc, and "abcd" -> a + bcd -> abcd.
     ranks = toy_ranks(b"bc", b"cd", b"ab", b"bcd", b"abcd")
-    for piece in (b"abc", b"abcd", b"xabcdx"):
-        check_merge(
-            student,
-            piece,
-            ranks,
-            f"bpe_merge({piece!r}, ranks with bc < cd < ab)",
-            mistakes={
-                "first-pair": merge_first_pair(piece, ranks),
-                "one-pass": merge_one_pass(piece, ranks),
-            },
-        )
+    check_merges(
+        student,
+        [b"abc", b"abcd", b"xabcdx"],
+        ranks,
+        "ranks with bc < cd < ab",
+        {"first-pair": merge_first_pair, "one-pass": merge_one_pass},
+    )
 
 
 @pytest.mark.check("bpe-merge-tie-leftmost")

@@ -1,0 +1,230 @@
+"""The graders: full marks on solutions/, zero on the untouched exercises/, the report, the CLI,
+partial results that survive a kill, and the worker's limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import graders
+from graders.client import WorkerClient
+from graders.hints import NOT_IMPLEMENTED
+from graders.manifest import load_manifest
+from graders.runner import GradingError
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+CHECK_KEYS = {
+    "id",
+    "function",
+    "points",
+    "max_points",
+    "passed",
+    "hint",
+    "link",
+    "url",
+    "detail",
+    "hidden",
+}
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PYTHON, "-m", "graders", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def solutions_report(tmp_path_factory) -> tuple[dict, Path]:
+    path = tmp_path_factory.mktemp("solutions") / "report.json"
+    return graders.grade(ROOT / "solutions", hidden=True, json_path=path), path
+
+
+@pytest.mark.slow
+def test_solutions_score_full_marks_public_and_hidden(solutions_report):
+    report, _ = solutions_report
+    failed = [
+        f"{c['id']}: {c['hint']}"
+        for lesson in report["lessons"]
+        for c in lesson["checks"]
+        if not c["passed"]
+    ]
+    assert not failed
+    assert report["points"] == report["max_points"] > 0
+    assert report["complete"] is True
+    assert {c["function"] for lesson in report["lessons"] for c in lesson["checks"]} >= {
+        "lookup",
+        "shift",
+        "cross_entropy",
+        "document_mask",
+        "fit",
+        "TokenWindows",
+    }
+
+
+@pytest.mark.slow
+def test_report_schema_and_file(solutions_report):
+    report, path = solutions_report
+    assert json.loads(path.read_text()) == report
+    assert set(report) == {"target", "hidden", "complete", "points", "max_points", "lessons"}
+    manifest = load_manifest()
+    assert [lesson["slug"] for lesson in report["lessons"]] == manifest.slugs
+    for lesson in report["lessons"]:
+        assert set(lesson) == {"slug", "title", "points", "max_points", "checks"}
+        assert lesson["points"] == sum(c["points"] for c in lesson["checks"])
+        for check in lesson["checks"]:
+            assert set(check) == CHECK_KEYS
+            assert check["link"] == manifest.check(check["id"]).link
+            assert check["hint"] is None and check["detail"] is None  # all passed
+    assert report["max_points"] == sum(c.points for c in manifest.checks)
+
+
+@pytest.mark.slow
+def test_untouched_exercises_score_zero(tmp_path):
+    report = graders.grade(ROOT / "exercises", hidden=True, json_path=tmp_path / "r.json")
+    assert report["points"] == 0 and report["complete"]
+    for lesson in report["lessons"]:
+        for check in lesson["checks"]:
+            assert not check["passed"] and check["hint"] == NOT_IMPLEMENTED, check
+            if check["hidden"]:
+                assert check["detail"] is None  # hidden checks never tell their inputs
+            else:
+                assert "NotImplementedError" in check["detail"]
+
+
+def test_public_only_by_default_and_lesson_selection(tmp_path):
+    report = graders.grade(ROOT / "solutions", lessons=["attention"], json_path=tmp_path / "r.json")
+    assert [lesson["slug"] for lesson in report["lessons"]] == ["attention"]
+    checks = report["lessons"][0]["checks"]
+    assert checks and not any(c["hidden"] for c in checks)
+    assert report["points"] == report["max_points"]
+    again = graders.grade(ROOT / "solutions", lessons=["4"], json_path=tmp_path / "r2.json")
+    assert again["points"] == report["points"]  # a second run in the same process
+
+
+def test_cli_grades_one_lesson_and_writes_the_report(tmp_path):
+    path = tmp_path / "report.json"
+    result = run_cli("embeddings", "--target", "solutions", "--json", str(path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(path.read_text())
+    assert report["points"] == report["max_points"] > 0
+    assert f"{report['points']}/{report['max_points']}" in result.stdout
+    assert "lookup-matches-indexing" in result.stdout
+
+
+def test_cli_exit_status_is_zero_whatever_the_score(tmp_path):
+    result = run_cli("attention", "--json", str(tmp_path / "r.json"))  # exercises/: 0 points
+    assert result.returncode == 0, result.stderr
+    assert "not implemented yet" in result.stdout
+    assert "chapters/04-attention.md#causal-mask" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nosuchlesson"], "unknown lesson 'nosuchlesson'; valid lessons: tokens, embeddings"),
+        (["--target", "tests"], "does not hold the exercise modules: missing tokens.py"),
+        (["--target", "no/such/dir"], "is not a directory"),
+        (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    ],
+)
+def test_cli_bad_usage_is_one_line_and_nonzero(args, message):
+    result = run_cli(*args, timeout=60)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+
+
+def test_a_check_without_a_test_is_a_grading_error(tmp_path):
+    manifest = (ROOT / "course" / "lessons.toml").read_text()
+    extra = """
+[[lesson.check]]
+id = "no-such-test"
+function = "lookup"
+points = 1
+hidden = false
+hint = "x"
+"""
+    marker = "\n[[lesson]]\nnumber = 3"
+    (tmp_path / "lessons.toml").write_text(manifest.replace(marker, extra + marker, 1))
+    with pytest.raises(GradingError, match="check 'no-such-test' .* has no grader test"):
+        graders.grade(
+            ROOT / "solutions",
+            ["embeddings"],
+            json_path=tmp_path / "r.json",
+            manifest_path=tmp_path / "lessons.toml",
+        )
+
+
+def _workers_for(target: Path) -> list[int]:
+    """Pids of grading workers of ``target`` (their argv ends with --target TARGET)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--target" in argv and str(target).encode() in argv:
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_results_survive_a_kill_and_the_worker_dies_with_the_checker(tmp_path):
+    path = tmp_path / "report.json"
+    target = tmp_path / "pkg"
+    target.symlink_to(ROOT / "solutions", target_is_directory=True)
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "graders", "--target", str(target), "--json", str(path)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 240
+    report = None
+    try:
+        while time.monotonic() < deadline:
+            if path.exists():
+                report = json.loads(path.read_text())  # never a torn file: atomic replace
+                if report["points"] >= 5:
+                    break
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert report is not None and report["points"] >= 5, "no partial results were written"
+    final = json.loads(path.read_text())
+    assert final["complete"] is False and final["points"] >= report["points"]
+    graded = [c for lesson in final["lessons"] for c in lesson["checks"] if c["passed"]]
+    assert graded and all(c["points"] == c["max_points"] for c in graded)
+    resolved = target.resolve()
+    deadline = time.monotonic() + 20
+    while _workers_for(resolved) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _workers_for(resolved), "the worker outlived its checker"
+
+
+def test_worker_limits_and_isolation():
+    client = WorkerClient(ROOT / "solutions")
+    try:
+        limits = client.limits()
+    finally:
+        client.close()
+    assert limits["RLIMIT_AS"] == [4 << 30, 4 << 30]
+    assert limits["RLIMIT_CORE"] == [0, 0]
+    assert limits["RLIMIT_FSIZE"][1] == 64 << 20
+    assert limits["RLIMIT_CPU"][1] <= 3600
+    assert str(ROOT) not in limits["sys_path"] and "" not in limits["sys_path"]
+    assert not limits["cwd"].startswith(str(ROOT))
+    if os.geteuid() == 0 and "CapEff" in limits:
+        assert limits["CapEff"] == 0 and limits["CapBnd"] == 0  # root without capabilities
+        assert limits["NoNewPrivs"] == 1

@@ -1,0 +1,257 @@
+"""Hostile submissions earn no points they did not earn, and the grading run still finishes.
+
+One copy of solutions/ gets a hostile body in many functions at once (each costs only its own
+checks: the harness restarts the worker and goes on), a few functions stay correct as
+controls, and the run is graded by a copy of the grader tree that the submission tries to
+rewrite. The run happens in a subprocess with an address-space cap of its own and a timeout,
+so that a broken limit fails this test instead of hurting the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from grader_variants import Variant, build_target
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+OUTER_MEMORY = 6 << 30  # the whole grading run; the worker itself is capped at 4 GiB
+
+HOSTILE = {
+    # function: (module, source, text the hint of its failed checks contains)
+    "lookup": (
+        "embeddings",
+        """
+        def lookup(table, ids):
+            import torch.testing
+            torch.allclose = lambda *a, **k: True
+            torch.equal = lambda *a, **k: True
+            torch.testing.assert_close = lambda *a, **k: None
+            torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+            return torch.zeros(*ids.shape, table.shape[1])
+    """,
+        None,
+    ),
+    "one_hot_lookup": (
+        "embeddings",
+        """
+        def one_hot_lookup(table, ids):
+            class AlwaysEqual:
+                def __eq__(self, other):
+                    return True
+                shape = property(lambda self: (*ids.shape, table.shape[1]))
+            return AlwaysEqual()
+    """,
+        "plain data",
+    ),
+    "add_positions": (
+        "embeddings",
+        """
+        def add_positions(vectors, pos_table):
+            class Liar(torch.Tensor):
+                def __eq__(self, other):
+                    return True
+                @classmethod
+                def __torch_function__(cls, func, types, args=(), kwargs=None):
+                    return True
+            return torch.zeros_like(vectors).as_subclass(Liar)
+    """,
+        "plain data",
+    ),
+    "shift": (
+        "windows",
+        """
+        def shift(ids):
+            while True:
+                pass
+    """,
+        "took longer than",
+    ),
+    "window_starts": (
+        "windows",
+        """
+        def window_starts(n_tokens, context_length, stride):
+            import sys
+            sys.exit(0)
+    """,
+        "sys.exit()",
+    ),
+    "make_loader": (
+        "windows",
+        """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            import os
+            os._exit(0)
+    """,
+        "died",
+    ),
+    "causal_mask": (
+        "attention",
+        """
+        def causal_mask(T):
+            import os, signal
+            os.kill(os.getpid(), signal.SIGSEGV)
+    """,
+        "SIGSEGV",
+    ),
+    "cross_entropy": (
+        "objective",
+        """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            import torch
+            hog = torch.ones(20 << 30, dtype=torch.uint8)  # 20 GiB, touched
+            return hog.float().mean()
+    """,
+        "ran out of memory",
+    ),
+    "lm_loss": (
+        "objective",
+        """
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            import torch
+            reserve = torch.empty(5 << 30, dtype=torch.uint8)  # over the 4 GiB cap, untouched
+            V = logits.shape[-1]
+            return cross_entropy(logits[:, :-1].reshape(-1, V), input_ids[:, 1:].reshape(-1),
+                                 ignore_index)
+    """,
+        "ran out of memory",
+    ),
+    "perplexity": (
+        "objective",
+        """
+        def perplexity(loss):
+            import sys
+            chunk = "x" * (1 << 20)
+            for _ in range(100):
+                sys.stdout.write(chunk)
+            return math.exp(float(loss))
+    """,
+        "printed more than",
+    ),
+    "pack": (
+        "packing",
+        """
+        def pack(docs, seq_len, eos_id):
+            from pathlib import Path
+            tree = Path(GRADER_TREE)
+            for test in list(tree.glob("graders/*/test_*.py")):
+                test.write_text("def test_nothing():\\n    pass\\n")
+            (tree / "graders" / "worker.py").write_text("raise SystemExit(0)\\n")
+            (tree / "course" / "lessons.toml").write_text("garbage")
+            empty = torch.zeros(0, seq_len, dtype=torch.long)
+            return empty, empty.clone()
+    """,
+        None,
+    ),
+    "document_mask": (
+        "packing",
+        """
+        def document_mask(doc_ids):
+            from pathlib import Path
+            secret = (Path(GRADER_TREE) / "graders" / "hidden" / "test_packing.py").read_text()
+            B, T = doc_ids.shape
+            return torch.zeros(B, T, T, dtype=torch.bool) if secret else None
+    """,
+        None,
+    ),
+}
+CONTROLS = {"nearest", "TokenWindows", "attention", "pad_targets", "position_ids", "packed_targets"}
+LESSONS = ["embeddings", "windows", "attention", "objective", "packing", "generation"]
+
+
+def grader_tree(directory: Path) -> Path:
+    """A copy of the parts of the project that grade: graders/ and the manifest."""
+    tree = directory / "tree"
+    shutil.copytree(
+        ROOT / "graders", tree / "graders", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tree / "course").mkdir(parents=True)
+    shutil.copy(ROOT / "course" / "lessons.toml", tree / "course" / "lessons.toml")
+    return tree
+
+
+def cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (OUTER_MEMORY, OUTER_MEMORY))
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory) -> tuple[dict, Path]:
+    directory = tmp_path_factory.mktemp("hostile")
+    tree = grader_tree(directory)
+    variants = [
+        Variant(module, name, "hostile", source.replace("GRADER_TREE", repr(str(tree))), hint)
+        for name, (module, source, hint) in HOSTILE.items()
+    ]
+    target = build_target(directory, variants)
+    with open(target / "generation.py", "a") as f:  # a module that hangs on import
+        f.write("\nwhile True:\n    pass\n")
+    report_path = directory / "report.json"
+    script = textwrap.dedent(f"""
+        import graders
+        graders.grade({str(target)!r}, lessons={LESSONS!r}, hidden=True,
+                      json_path={str(report_path)!r}, timeout_scale=0.3)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=cap_memory,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(report_path.read_text()), tree
+
+
+def function_checks(report: dict) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for lesson in report["lessons"]:
+        for check in lesson["checks"]:
+            found.setdefault(check["function"], []).append(check)
+    return found
+
+
+def test_the_run_finishes_with_a_complete_report(hostile_run):
+    report, _ = hostile_run
+    assert report["complete"] is True
+    assert [lesson["slug"] for lesson in report["lessons"]] == LESSONS
+
+
+@pytest.mark.parametrize("function", sorted(HOSTILE))
+def test_hostile_code_earns_nothing(hostile_run, function):
+    checks = function_checks(hostile_run[0])[function]
+    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
+    hint = HOSTILE[function][2]
+    if hint is not None:
+        assert any(hint in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+
+
+@pytest.mark.parametrize("function", sorted(CONTROLS))
+def test_correct_neighbours_keep_every_point(hostile_run, function):
+    checks = function_checks(hostile_run[0])[function]
+    assert checks and all(c["passed"] for c in checks), [
+        (c["id"], c["hint"], c["detail"]) for c in checks if not c["passed"]
+    ]
+
+
+def test_a_module_that_hangs_on_import_costs_only_its_lesson(hostile_run):
+    lesson = next(e for e in hostile_run[0]["lessons"] if e["slug"] == "generation")
+    assert lesson["points"] == 0
+    assert all("took longer than" in c["hint"] for c in lesson["checks"])
+
+
+def test_rewriting_the_grader_tree_changed_nothing_in_the_run(hostile_run):
+    report, tree = hostile_run
+    # The submission did overwrite the copy it was graded by ...
+    assert (tree / "course" / "lessons.toml").read_text() == "garbage"
+    # ... yet every check of that run was graded by the graders loaded before it ran.
+    assert sum(len(lesson["checks"]) for lesson in report["lessons"]) > 40

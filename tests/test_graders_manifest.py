@@ -1,0 +1,94 @@
+"""The lesson manifest's checks: validation, links, and coverage of every exercise function."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from graders.manifest import ManifestError, load_manifest, parse_manifest, site_url
+
+ROOT = Path(__file__).resolve().parents[1]
+RAW = tomllib.loads((ROOT / "course" / "lessons.toml").read_text())
+# COURSE.md's exercise API table: every function a student implements.
+CONTRACT = {
+    "tokens": {"split_pieces", "bpe_merge", "encode", "decode"},
+    "embeddings": {"lookup", "one_hot_lookup", "add_positions", "nearest"},
+    "windows": {"shift", "window_starts", "TokenWindows", "make_loader"},
+    "attention": {"causal_mask", "attention"},
+    "objective": {"cross_entropy", "lm_loss", "perplexity", "pad_targets"},
+    "packing": {"pack", "document_mask", "position_ids", "packed_targets"},
+    "training": {"lr_at", "train_step", "evaluate", "fit"},
+    "generation": {"sample_next", "generate", "load_gpt2_state_dict"},
+}
+
+
+def test_every_contract_function_has_public_and_hidden_checks():
+    manifest = load_manifest()
+    for lesson in manifest.lessons:
+        assert set(lesson.functions) == CONTRACT[lesson.module]
+        for function in lesson.functions:
+            checks = [c for c in lesson.checks if c.function == function]
+            assert any(not c.hidden for c in checks), f"{function}: no public check"
+            assert any(c.hidden for c in checks), f"{function}: no hidden check"
+    assert sum(len(functions) for functions in CONTRACT.values()) == 29
+
+
+def test_links_point_at_the_function_section():
+    manifest = load_manifest()
+    check = manifest.check("bpe-merge-toy")
+    assert check.link == "chapters/01-tokens.md#byte-pair-merges"
+    assert check.url == "chapters/01-tokens/#byte-pair-merges"
+    assert site_url("index.md") == ""
+    assert manifest.lesson("2").slug == manifest.lesson("embeddings").slug == "embeddings"
+
+
+def test_unknown_lesson_lists_the_valid_ones():
+    with pytest.raises(KeyError, match="valid lessons: tokens, embeddings"):
+        load_manifest().lesson("nope")
+
+
+def mutated(change) -> dict:
+    data = copy.deepcopy(RAW)
+    change(data)
+    return data
+
+
+def first_check(data: dict) -> dict:
+    return data["lesson"][0]["check"][0]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: first_check(d).update(function="nope"), "unknown function 'nope'"),
+        (
+            lambda d: d["lesson"][1]["check"].append(dict(d["lesson"][1]["check"][0])),
+            "check id 'lookup-matches-indexing' appears more than once",
+        ),
+        (lambda d: d["lesson"][0]["sections"].pop("encode"), "no section for function 'encode'"),
+        (lambda d: first_check(d).update(points=0), "points must be positive"),
+        (lambda d: first_check(d).update(points=True), "'points' must be an integer"),
+        (lambda d: first_check(d).update(hiden=True), "unknown key(s) hiden"),
+        (lambda d: first_check(d).pop("hint"), "missing 'hint'"),
+        (lambda d: first_check(d).update(section="Not A Slug"), "missing section"),
+        (
+            lambda d: d["lesson"][0]["check"][1].update(mistakes={"lost-text": "other words"}),
+            "two different hints",
+        ),
+        (lambda d: d.update(lesson=[]), "no [[lesson]] tables"),
+    ],
+)
+def test_invalid_manifests_are_rejected_with_a_clear_error(change, message):
+    with pytest.raises(ManifestError) as error:
+        parse_manifest(mutated(change), source="lessons.toml")
+    assert message in str(error.value)
+
+
+def test_a_broken_file_is_reported_with_its_path(tmp_path):
+    path = tmp_path / "lessons.toml"
+    path.write_text("[[lesson]\n")
+    with pytest.raises(ManifestError, match="not valid TOML"):
+        load_manifest(path)
