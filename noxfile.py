@@ -97,7 +97,14 @@ def docs(session: nox.Session) -> None:
     """Build the site strictly into build/site (COURSE_INSTRUCTOR=1: build/site-instructor)."""
     install(session, "docs")
     session.run(
-        "python", "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml", *session.posargs,
+        "python",
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "-f",
+        "mkdocs.yml",
+        *session.posargs,
         env=DOCS_ENV,
     )
 

@@ -47,11 +47,18 @@ def measure(name: str, steps: int, corpus: str | None) -> dict:
     if corpus:
         ids = tokenize(Path(corpus).read_text(encoding="utf-8"))
         starts = torch.randint(0, len(ids) - T - 1, (steps + 2, batch_size))
-        batches = [(torch.stack([ids[s : s + T] for s in row]),
-                    torch.stack([ids[s + 1 : s + T + 1] for s in row])) for row in starts]
+        batches = [
+            (
+                torch.stack([ids[s : s + T] for s in row]),
+                torch.stack([ids[s + 1 : s + T + 1] for s in row]),
+            )
+            for row in starts
+        ]
     else:
-        batches = [(torch.randint(0, 50257, (batch_size, T)),
-                    torch.randint(0, 50257, (batch_size, T))) for _ in range(steps + 2)]
+        batches = [
+            (torch.randint(0, 50257, (batch_size, T)), torch.randint(0, 50257, (batch_size, T)))
+            for _ in range(steps + 2)
+        ]
     for batch in batches[:2]:  # warm-up: allocator, thread pool, first-touch of weights
         training.train_step(model, [batch], optimizer)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -86,8 +93,10 @@ def main() -> None:
         if args.corpus:
             cmd += ["--corpus", args.corpus]
         r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-        print(f"{name:<20}{r['tokens_per_s']:>10,.0f}{r['ms_per_step']:>10,.0f}"
-              f"{r['peak_rss_mb']:>10,.0f}{r['page_faults_per_step']:>13,.0f}")
+        print(
+            f"{name:<20}{r['tokens_per_s']:>10,.0f}{r['ms_per_step']:>10,.0f}"
+            f"{r['peak_rss_mb']:>10,.0f}{r['page_faults_per_step']:>13,.0f}"
+        )
 
 
 if __name__ == "__main__":

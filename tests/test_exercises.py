@@ -18,8 +18,12 @@ import generate_exercises  # noqa: E402
 
 
 def test_committed_exercises_are_up_to_date() -> None:
-    result = subprocess.run([sys.executable, "tools/generate_exercises.py", "--check"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "tools/generate_exercises.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -25,7 +25,8 @@ def naive_attention(q, k, v, mask):
             scores = [float(q[index][i] @ k[index][j]) / math.sqrt(D) for j in range(T)]
             allowed = [bool(mask[i, j]) for j in range(T)]
             top = max(s for s, a in zip(scores, allowed, strict=True) if a)
-            weights = [math.exp(s - top) if a else 0.0 for s, a in zip(scores, allowed, strict=True)]
+            pairs = zip(scores, allowed, strict=True)
+            weights = [math.exp(s - top) if a else 0.0 for s, a in pairs]
             total = sum(weights)
             out[index][i] = sum(w / total * v[index][j] for j, w in enumerate(weights))
     return out

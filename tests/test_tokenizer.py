@@ -8,8 +8,24 @@ from solutions import tokens
 from solutions.vocab import EOT_ID, VOCAB_SIZE, gpt2_encoding
 
 TIME_TRAVELLER = "The Time Traveller (for so it will be convenient to speak of him)"
-TIME_TRAVELLER_IDS = [464, 3862, 43662, 6051, 357, 1640, 523, 340, 481, 307, 11282, 284, 2740,
-                      286, 683, 8]
+TIME_TRAVELLER_IDS = [
+    464,
+    3862,
+    43662,
+    6051,
+    357,
+    1640,
+    523,
+    340,
+    481,
+    307,
+    11282,
+    284,
+    2740,
+    286,
+    683,
+    8,
+]
 
 SAMPLES = [
     "Hello, world! It's 2024 and we've got 3.14159 reasons.",

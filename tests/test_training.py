@@ -27,8 +27,9 @@ def test_k_micro_batches_equal_one_batch_k_times_as_large() -> None:
     y = torch.randint(0, 61, (8, 16))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1)
-    loss_k = training.train_step(model, [(x[i : i + 2], y[i : i + 2]) for i in range(0, 8, 2)],
-                                 opt, max_grad_norm=1e9)
+    loss_k = training.train_step(
+        model, [(x[i : i + 2], y[i : i + 2]) for i in range(0, 8, 2)], opt, max_grad_norm=1e9
+    )
     loss_1 = training.train_step(twin, [(x, y)], twin_opt, max_grad_norm=1e9)
     assert loss_k == pytest.approx(loss_1, rel=1e-5)
     for a, b in zip(model.parameters(), twin.parameters(), strict=True):
@@ -49,9 +50,19 @@ def test_batch_stream_can_start_anywhere() -> None:
 
 def _config(tmp_path: Path, corpus: Path, **overrides) -> train.TrainConfig:
     settings = dict(
-        preset="micro", corpus=str(corpus), steps=8, batch_size=4, context_length=32, stride=32,
-        warmup_steps=2, eval_every=4, eval_batches=2, checkpoint_every=3, dropout=0.1,
-        sample_tokens=5, out=str(tmp_path / "run"),
+        preset="micro",
+        corpus=str(corpus),
+        steps=8,
+        batch_size=4,
+        context_length=32,
+        stride=32,
+        warmup_steps=2,
+        eval_every=4,
+        eval_batches=2,
+        checkpoint_every=3,
+        dropout=0.1,
+        sample_tokens=5,
+        out=str(tmp_path / "run"),
     )
     settings.update(overrides)
     return train.TrainConfig(**settings)
@@ -98,8 +109,18 @@ def test_resume_refuses_changed_settings(tmp_path: Path, small_corpus: Path) -> 
 
 
 def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> None:
-    cfg = _config(tmp_path, small_corpus, preset="micro", steps=60, lr=1e-2, min_lr=1e-3,
-                  warmup_steps=5, eval_every=20, dropout=0.0, batch_size=8)
+    cfg = _config(
+        tmp_path,
+        small_corpus,
+        preset="micro",
+        steps=60,
+        lr=1e-2,
+        min_lr=1e-3,
+        warmup_steps=5,
+        eval_every=20,
+        dropout=0.0,
+        batch_size=8,
+    )
     report = train.run(cfg, quiet=True)
     out = Path(cfg.out)
     for name in ("checkpoint.pt", "metrics.jsonl", "loss.png", "config.json"):
@@ -112,16 +133,27 @@ def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> 
 @pytest.mark.slow
 def test_default_settings_on_embedded_corpus_beat_unigram_baseline(tmp_path: Path) -> None:
     """The shipped defaults, shortened: the embedded corpus is learnable well below unigram."""
-    cfg = dataclasses.replace(train.TrainConfig(), steps=120, warmup_steps=12, eval_every=60,
-                              checkpoint_every=120, out=str(tmp_path / "run"))
+    cfg = dataclasses.replace(
+        train.TrainConfig(),
+        steps=120,
+        warmup_steps=12,
+        eval_every=60,
+        checkpoint_every=120,
+        out=str(tmp_path / "run"),
+    )
     report = train.run(cfg, quiet=True)
     assert report["corpus_tokens"] >= 30_000
     assert report["val_loss"] < report["unigram_entropy"] - 0.3
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "solutions.train", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "solutions.train", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,8 +176,16 @@ def test_corrupt_checkpoint_is_one_clear_line(tmp_path: Path, small_corpus: Path
     out = tmp_path / "run"
     out.mkdir()
     (out / "checkpoint.pt").write_bytes(b"half a checkpoint")
-    result = _cli("--corpus", str(small_corpus), "--out", str(out), "--preset", "micro",
-                  "--context-length", "32")
+    result = _cli(
+        "--corpus",
+        str(small_corpus),
+        "--out",
+        str(out),
+        "--preset",
+        "micro",
+        "--context-length",
+        "32",
+    )
     assert result.returncode == 2
     assert "corrupt" in result.stderr and "--fresh" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -102,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     target = ROOT / "exercises"
     wanted = render()
     present = {p.name: p.read_text() for p in target.glob("*.py")} if target.exists() else {}
-    stale = sorted(name for name in wanted.keys() | present.keys()
-                   if wanted.get(name) != present.get(name))
+    stale = sorted(
+        name for name in wanted.keys() | present.keys() if wanted.get(name) != present.get(name)
+    )
     if args.check:
         if stale:
-            print("exercises/ is out of date with solutions/: " + ", ".join(stale)
-                  + "\nRun `python tools/generate_exercises.py` and commit the result.")
+            print(
+                "exercises/ is out of date with solutions/: "
+                + ", ".join(stale)
+                + "\nRun `python tools/generate_exercises.py` and commit the result."
+            )
             return 1
         print(f"exercises/ is up to date ({len(wanted)} modules).")
         return 0
