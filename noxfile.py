@@ -151,3 +151,14 @@ def feedback(session: nox.Session) -> None:
 def export(session: nox.Session) -> None:
     """Instructors: build/nbgrader/grades.csv and grades-by-check.csv from the gradebook."""
     _instructor(session, "export")
+
+
+@nox.session(python=PYTHON)
+def grade(session: nox.Session) -> None:
+    """Grade exercises/: points, a hint and a lesson link per failed check.
+
+    `nox -s grade -- embeddings` grades one lesson; `-- --hidden` adds the hidden checks
+    (instructors); `-- --target DIR` grades another package; see `-- --help`.
+    """
+    install(session, "test")
+    session.run("python", "-m", "graders", *session.posargs)

@@ -22,12 +22,16 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from torch import Tensor
 
+DETAIL_LIMIT = 300
+
 
 class CheckFailed(AssertionError):
     """A check failed: ``detail`` says how, ``mistake`` names a diagnosed mistake (a key of the
     check's mistakes table), ``hint`` overrides the manifest's hint (harness-level failures)."""
 
     def __init__(self, detail: str, mistake: str | None = None, *, hint: str | None = None):
+        if len(detail) > DETAIL_LIMIT:  # a report line, not a tensor dump
+            detail = detail[: DETAIL_LIMIT - 3] + "..."
         super().__init__(detail)
         self.detail = detail
         self.mistake = mistake

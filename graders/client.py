@@ -301,8 +301,10 @@ class WorkerClient:
         sandbox: bool = False,
         memory: int = DEFAULT_MEMORY,
         startup_timeout: float = STARTUP_TIMEOUT,
+        preload: tuple[str, ...] = (),
     ) -> None:
         self.target = Path(target).resolve()
+        self.preload = preload
         self.sandbox = sandbox
         self.memory = memory
         self.startup_timeout = startup_timeout
@@ -323,6 +325,7 @@ class WorkerClient:
             protocol.BOOTSTRAP,
             "--memory",
             str(self.memory),
+            *(arg for module in self.preload for arg in ("--preload", module)),
             "--target",
             str(self.target),
         ]

@@ -10,7 +10,8 @@ the ``student`` fixture, its only way to reach the student's code (in the worker
 
 A check passes when all its tests pass. A failure's hint is, in order: the harness's own (not
 implemented, timed out, crashed, not plain data, changed its input), the diagnosed mistake's
-(``CheckFailed(detail, mistake)``), the manifest's default.
+(``CheckFailed(detail, mistake)``: from the check's own mistakes table, or for a public check
+from those of the function's other checks), the manifest's default.
 """
 
 from __future__ import annotations
@@ -232,6 +233,10 @@ class GradingPlugin:
         if isinstance(error, CheckFailed):
             if error.hint is not None:
                 return error.hint, error.detail
+            if check.hidden and error.mistake not in check.mistakes:
+                # Random inputs: an answer that matches a mistake on one (often degenerate)
+                # example is weak evidence; a hidden check names only the mistakes it declares.
+                return check.hint, error.detail
             try:
                 shared = self.lessons[check.lesson].mistakes(check.function)
                 return check.mistake_hint(error.mistake, shared), error.detail

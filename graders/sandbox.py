@@ -35,64 +35,14 @@ def worker_command(base_cmd: list[str], target: Path, *, sandbox: bool) -> list[
     """
     if not sandbox:
         return list(base_cmd)
-    # The sandbox branch (instructor tooling): see SANDBOX below for what it enforces.
+    # The sandbox branch (instructor tooling): _sandbox_command's docstring says exactly what
+    # it enforces and what it does not.
     if not base_cmd:  # graders.runner's preflight: can a sandbox start here at all?
         try:
             return _sandbox_command([], Path(target))
         except SandboxUnavailable as error:
             raise NotImplementedError(str(error)) from None
     return _sandbox_command(list(base_cmd), Path(target))
-
-
-SANDBOX = """What ``sandbox=True`` enforces (bubblewrap + setpriv + prlimit; Linux only).
-
-The worker runs in ``bwrap`` with new PID, network, IPC, UTS and (where possible) cgroup
-namespaces, ``--die-with-parent`` and ``--new-session`` (no terminal to inject keystrokes
-into), so:
-
-* Network: none. Its network namespace holds only a loopback interface that is down: no
-  connection anywhere, not even to the host's localhost services; no abstract Unix sockets
-  of the host either.
-* Files: a fresh root holding only, read-only: /usr (with the /bin, /lib, ... links), the
-  dynamic loader's cache, the Python installation and virtualenv running the worker (stdlib
-  and site-packages, including GPT-2's vocabulary file; ``solutions`` or ``graders`` packages
-  installed there are masked by empty directories), $GPT2_TIKTOKEN / $TIKTOKEN_CACHE_DIR when
-  set, and a private copy of the target (its regular files only: no symbolic links, devices
-  or FIFOs; at most 16 MiB a file, 64 MiB in all) at /home/student/NAME. Writable: a private
-  /tmp (tmpfs of 256 MiB), the working directory and $HOME. New /proc (only the sandbox's own
-  processes) and a minimal /dev. Nothing else of the host exists inside: not the project
-  (solutions/, graders/ with the hidden graders), not the nbgrader course directory (source/,
-  the gradebook, results/), not /root, /home, /etc/passwd or the checker's files. The copy is
-  made when the worker starts (later edits of the target are not seen) and deleted when the
-  checker exits.
-* Processes: PID namespace, so the checker and every other host process are invisible and
-  cannot be signalled; killing the worker's process group (as graders.client does) kills bwrap
-  and with it every process of the sandbox.
-* User: not root. When the checker runs as root, bwrap runs privileged (no user namespace,
-  because the kernel would map the sandbox's user to root again and exempt it from
-  RLIMIT_NPROC) and ``setpriv`` switches to a user id of its own (100000 + a per-sandbox
-  number, so no two sandboxes share a process count), with no supplementary groups, no
-  capabilities (effective, permitted, inheritable, ambient, bounding) and no_new_privs. As an
-  ordinary user, bwrap runs in a new user namespace as that user with no capabilities.
-* Limits (``prlimit``, hard, per process; SandboxLimits): address space 4 GiB (or the
-  worker's --memory if larger), CPU time 3600 s, 64 processes and threads for the sandbox's
-  user, 64 MiB per file written, 256 open files, no core dumps, no POSIX message queues. The
-  worker then lowers its own (graders/worker.py). Output: the checker drains the worker's
-  output and fails a call that prints more than 8 MiB (graders/client.py); files are capped
-  by the file-size limit and the 256 MiB of /tmp.
-
-Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
-a kernel exploit would escape; memory is capped per process by address space, not by a
-cgroup (64 processes x 4 GiB is the theoretical bound; the per-call timeout is the practical
-one) and the tmpfs counts against the host's memory; CPU time is capped per process, wall
-time by the checker's per-call timeout; disk I/O and CPU share are not throttled; the student
-can read the Python installation and site-packages (public software) and their own files; the
-worker's own environment (a small one, from graders.client) is passed through, with PATH,
-HOME and TMPDIR replaced. Needs bubblewrap (``apt-get install bubblewrap``), util-linux's
-``setpriv`` and ``prlimit``, and as a non-root user unprivileged user namespaces
-(kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also
-kernel.apparmor_restrict_unprivileged_userns=0, or run as root).
-"""
 
 
 @dataclass(frozen=True)
@@ -128,8 +78,58 @@ _uids = itertools.count()
 def _sandbox_command(
     base_cmd: list[str], target: Path, limits: SandboxLimits = LIMITS
 ) -> list[str]:
-    """``base_cmd`` wrapped in bubblewrap, setpriv (when root) and prlimit; see the docstring
-    of :func:`worker_command` for what that enforces."""
+    """``base_cmd`` wrapped in bubblewrap, setpriv (when root) and prlimit.
+
+    What ``sandbox=True`` enforces (Linux only).
+
+    The worker runs in ``bwrap`` with new PID, network, IPC, UTS and (where possible) cgroup
+    namespaces, ``--die-with-parent`` and ``--new-session`` (no terminal to inject keystrokes
+    into), so:
+
+    * Network: none. Its network namespace holds only a loopback interface that is down: no
+      connection anywhere, not even to the host's localhost services; no abstract Unix sockets
+      of the host either.
+    * Files: a fresh root holding only, read-only: /usr (with the /bin, /lib, ... links), the
+      dynamic loader's cache, the Python installation and virtualenv running the worker (stdlib
+      and site-packages, including GPT-2's vocabulary file; ``solutions`` or ``graders`` packages
+      installed there are masked by empty directories), $GPT2_TIKTOKEN / $TIKTOKEN_CACHE_DIR when
+      set, and a private copy of the target (its regular files only: no symbolic links, devices
+      or FIFOs; at most 16 MiB a file, 64 MiB in all) at /home/student/NAME. Writable: a private
+      /tmp (tmpfs of 256 MiB), the working directory and $HOME. New /proc (only the sandbox's own
+      processes) and a minimal /dev. Nothing else of the host exists inside: not the project
+      (solutions/, graders/ with the hidden graders), not the nbgrader course directory (source/,
+      the gradebook, results/), not home directories, /etc/passwd or the checker's files
+      (where the Python installation lives in a home directory, only the installation is
+      there). The copy is made when the worker starts (later edits of the target are not
+      seen) and deleted when the checker exits.
+    * Processes: PID namespace, so the checker and every other host process are invisible and
+      cannot be signalled; killing the worker's process group (as graders.client does) kills bwrap
+      and with it every process of the sandbox.
+    * User: not root. When the checker runs as root, bwrap runs privileged (no user namespace,
+      because the kernel would map the sandbox's user to root again and exempt it from
+      RLIMIT_NPROC) and ``setpriv`` switches to a user id of its own (100000 + a per-sandbox
+      number, so no two sandboxes share a process count), with no supplementary groups, no
+      capabilities (effective, permitted, inheritable, ambient, bounding) and no_new_privs. As an
+      ordinary user, bwrap runs in a new user namespace as that user with no capabilities.
+    * Limits (``prlimit``, hard, per process; SandboxLimits): address space 4 GiB (or the
+      worker's --memory if larger), CPU time 3600 s, 64 processes and threads for the sandbox's
+      user, 64 MiB per file written, 256 open files, no core dumps, no POSIX message queues. The
+      worker then lowers its own (graders/worker.py). Output: the checker drains the worker's
+      output and fails a call that prints more than 8 MiB (graders/client.py); files are capped
+      by the file-size limit and the 256 MiB of /tmp.
+
+    Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
+    a kernel exploit would escape; memory is capped per process by address space, not by a
+    cgroup (64 processes x 4 GiB is the theoretical bound; the per-call timeout is the practical
+    one) and the tmpfs counts against the host's memory; CPU time is capped per process, wall
+    time by the checker's per-call timeout; disk I/O and CPU share are not throttled; the student
+    can read the Python installation and site-packages (public software) and their own files; the
+    worker's own environment (a small one, from graders.client) is passed through, with PATH,
+    HOME and TMPDIR replaced. Needs bubblewrap (``apt-get install bubblewrap``), util-linux's
+    ``setpriv`` and ``prlimit``, and as a non-root user unprivileged user namespaces
+    (kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also
+    kernel.apparmor_restrict_unprivileged_userns=0, or run as root).
+    """
     tools = {
         name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
         for name in ("bwrap", "prlimit", "setpriv")
@@ -220,7 +220,10 @@ def _bwrap_prefix(bwrap: str, root: bool, limits: SandboxLimits) -> list[str]:
             args += ["--ro-bind", top, top]
     for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
         args += ["--ro-bind-try", path, path]
-    made: set[str] = {"/", "/usr", "/etc"}
+    # /proc, /dev and the scratch /tmp first: a virtualenv under /tmp is then bound on top.
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", str(limits.scratch), "--tmpfs", "/tmp"]
+    made: set[str] = {"/", "/usr", "/etc", "/tmp", "/proc", "/dev"}
     for path in _python_paths():
         args += _parents(path, made) + ["--ro-bind", path, path]
     for path in _hidden_packages():
@@ -230,29 +233,8 @@ def _bwrap_prefix(bwrap: str, root: bool, limits: SandboxLimits) -> list[str]:
         if value and os.path.exists(value) and not _covered(os.path.realpath(value)):
             path = os.path.realpath(value)
             args += _parents(path, made) + ["--ro-bind", path, path]
-    args += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--perms",
-        "1777",
-        "--size",
-        str(limits.scratch),
-        "--tmpfs",
-        "/tmp",
-        "--chdir",
-        "/tmp",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "TMPDIR",
-        "/tmp",
-        "--setenv",
-        "PATH",
-        "/usr/bin:/bin",
-    ]
+    args += ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+    args += ["--setenv", "PATH", "/usr/bin:/bin"]
     return args
 
 

@@ -21,8 +21,10 @@ import threading
 import zipfile
 from pathlib import Path
 
-import nbformat
 import pytest
+
+pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+import nbformat  # noqa: E402 - nbgrader brings it
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "embeddings"
@@ -677,3 +679,19 @@ def test_the_gradebook_is_a_consistent_sqlite_database(graded_class):
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     most = max(c.points for c in graded_class["lesson"].checks)
     assert db.execute("SELECT max(auto_score) FROM grade").fetchone()[0] <= most
+
+
+@linux_only
+@needs_bwrap
+@pytest.mark.slow
+def test_autograded_notebooks_are_the_released_ones(graded_class):
+    """Added, edited, deleted and forged cells are gone: the notebook nbgrader executed is
+    the source notebook, hidden tests included."""
+    course = graded_class["course"]
+    source = nbformat.read(course / "source" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    want = [(c.cell_type, c.source) for c in source.cells]
+    for student in ("cells", "forged", "correct", "zoe"):
+        path = course / "autograded" / student / LESSON / f"{LESSON}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        assert [(c.cell_type, c.source) for c in nb.cells] == want, student
+    assert not (course / "autograded" / "linker" / LESSON / "exercises" / "embeddings.py").exists()

@@ -106,6 +106,3 @@ def test_perplexity_random(student, loss, tensor):
 def test_pad_targets_random(student, seed, B, T, pad_id, ignore_index):
     targets = torch.randint(0, 6, (B, T), generator=torch.Generator().manual_seed(seed))
     check_pad(student, targets, pad_id, "pad_targets", ignore_index=ignore_index)
-
-
-__all__ = ["expect_close"]

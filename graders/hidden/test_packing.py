@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -56,6 +55,3 @@ def test_packed_targets_random(student, docs, seq_len, ignore_index):
     ids, doc_ids = doc_rows(docs, seq_len)
     if len(ids):
         check_targets(student, ids, doc_ids, "packed_targets", ignore_index=ignore_index)
-
-
-__all__ = ["torch"]
