@@ -61,6 +61,11 @@ hidden_settings = settings(
 )
 
 
+def randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Standard normal numbers from their own seeded generator (inputs for checks)."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
 def describe(value: Any) -> str:
     """A short description of a value for a detail message."""
     if isinstance(value, Tensor):

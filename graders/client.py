@@ -371,14 +371,16 @@ class WorkerClient:
         return answer
 
     def ensure_module(self, module: str, timeout: float) -> None:
-        """Import the student's module once; an import that fails is remembered for the run."""
+        """Import the student's module once; an import that fails is remembered for the run
+        (so a module that hangs on import costs one timeout, not one per check). The import
+        gets twice a call's time: a busy machine must not fail a whole lesson."""
         if module in self.broken:
             raise self.broken[module]
         if module in self.imported and self._proc is not None and self._proc.alive:
             return
         try:
             answer = self.request(
-                {"op": "import", "module": module}, timeout, what=f"importing {module}.py"
+                {"op": "import", "module": module}, 2 * timeout, what=f"importing {module}.py"
             )
         except CheckFailed as failure:
             self.broken[module] = failure

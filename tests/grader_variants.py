@@ -542,6 +542,19 @@ WRONG: list[Variant] = [
                               shuffle=shuffle, drop_last=True, generator=generator)
     """,
     ),
+    V(
+        "windows",
+        "make_loader",
+        "shuffle-ignored",
+        "pass shuffle on",
+        """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            generator = torch.Generator().manual_seed(seed) if seed is not None else None
+            return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
+                              shuffle=True, drop_last=drop_last, generator=generator)
+    """,
+    ),
     # -- attention --------------------------------------------------------------------------------
     V(
         "attention",

@@ -228,3 +228,36 @@ def test_worker_limits_and_isolation():
     if os.geteuid() == 0 and "CapEff" in limits:
         assert limits["CapEff"] == 0 and limits["CapBnd"] == 0  # root without capabilities
         assert limits["NoNewPrivs"] == 1
+
+
+def test_a_check_can_set_its_own_timeout(tmp_path):
+    """The manifest's per-check ``timeout`` (seconds per call) replaces the 10 s default."""
+    from grader_variants import Variant, build_target
+
+    slow = Variant(
+        "objective",
+        "perplexity",
+        "slow",
+        """
+        def perplexity(loss):
+            import time
+            time.sleep(1.5)
+            return math.exp(float(loss))
+    """,
+    )
+    target = build_target(tmp_path, [slow])
+    manifest = (ROOT / "course" / "lessons.toml").read_text()
+    marker = 'id = "perplexity-tensor-input"\n'
+    assert marker in manifest
+    (tmp_path / "lessons.toml").write_text(manifest.replace(marker, marker + "timeout = 0.5\n"))
+    report = graders.grade(
+        target,
+        ["objective"],
+        json_path=tmp_path / "r.json",
+        functions=["perplexity"],
+        manifest_path=tmp_path / "lessons.toml",
+    )
+    checks = {c["id"]: c for c in report["lessons"][0]["checks"]}
+    assert checks["perplexity-exp"]["passed"]  # 1.5 s a call is within the default 10 s
+    timed_out = checks["perplexity-tensor-input"]
+    assert not timed_out["passed"] and "took longer than 0.5 s" in timed_out["hint"]

@@ -92,3 +92,14 @@ def test_a_broken_file_is_reported_with_its_path(tmp_path):
     path.write_text("[[lesson]\n")
     with pytest.raises(ManifestError, match="not valid TOML"):
         load_manifest(path)
+
+
+def test_every_declared_mistake_is_diagnosed_by_some_grader():
+    source = "".join(p.read_text() for p in (ROOT / "graders").glob("*/test_*.py"))
+    unused = [
+        f"{c.id}: {key}"
+        for c in load_manifest().checks
+        for key in c.mistakes
+        if f'"{key}"' not in source
+    ]
+    assert not unused, f"mistakes no grader names: {unused}"

@@ -8,15 +8,11 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.checking import expect_close, fail, hidden_settings
+from graders.checking import expect_close, fail, hidden_settings, randn
 from graders.public.test_embeddings import check_add, check_nearest
 
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
 dtypes = st.sampled_from([torch.float32, torch.float64, torch.bfloat16])
-
-
-def _random(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
 
 
 @pytest.mark.check("lookup-random")
@@ -28,8 +24,8 @@ def _random(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch
     shape=shapes,
     dtype=dtypes,
 )
-def test_lookup_random(student, seed, V, C, shape, dtype):
-    table = _random(seed, V, C, dtype=dtype)
+def test_lookuprandn(student, seed, V, C, shape, dtype):
+    table = randn(seed, V, C, dtype=dtype)
     ids = torch.randint(0, V, shape, generator=torch.Generator().manual_seed(seed + 1))
     expect_close(student.call("lookup", table, ids), table[ids], "lookup", atol=0, rtol=0)
 
@@ -43,8 +39,8 @@ def test_lookup_random(student, seed, V, C, shape, dtype):
     shape=shapes,
     dtype=st.sampled_from([torch.float32, torch.float64]),
 )
-def test_one_hot_random(student, seed, V, C, shape, dtype):
-    table = _random(seed, V, C, dtype=dtype)
+def test_one_hotrandn(student, seed, V, C, shape, dtype):
+    table = randn(seed, V, C, dtype=dtype)
     ids = torch.randint(0, V, shape, generator=torch.Generator().manual_seed(seed + 1))
     expect_close(
         student.call("one_hot_lookup", table, ids), F.embedding(ids, table), "one_hot_lookup"
@@ -60,8 +56,8 @@ def test_one_hot_random(student, seed, V, C, shape, dtype):
     L=st.integers(1, 9),
     C=st.integers(1, 5),
 )
-def test_add_positions_random(student, seed, B, T, L, C):
-    vectors, pos = _random(seed, B, T, C), _random(seed + 1, L, C)
+def test_add_positionsrandn(student, seed, B, T, L, C):
+    vectors, pos = randn(seed, B, T, C), randn(seed + 1, L, C)
     if T > L:
         error = student.error("add_positions", vectors, pos)
         if (
@@ -77,8 +73,8 @@ def test_add_positions_random(student, seed, B, T, L, C):
 @pytest.mark.check("nearest-random")
 @hidden_settings
 @given(seed=st.integers(0, 2**31), V=st.integers(2, 40), C=st.integers(2, 6), data=st.data())
-def test_nearest_random(student, seed, V, C, data):
-    table = _random(seed, V, C, dtype=torch.float64)
+def test_nearestrandn(student, seed, V, C, data):
+    table = randn(seed, V, C, dtype=torch.float64)
     index = data.draw(st.integers(0, V - 1))
     k = data.draw(st.integers(1, V - 1))
     check_nearest(student, table, index, k, "nearest")

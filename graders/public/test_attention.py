@@ -8,11 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graders.checking import expect_close
-
-
-def _randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+from graders.checking import expect_close, randn
 
 
 def check_mask(student, T: int) -> None:
@@ -81,27 +77,27 @@ def check_attention(student, q, k, v, mask, what, **tolerance):
 
 @pytest.mark.check("attention-matches-sdpa")
 def test_attention_matches_sdpa(student):
-    q, k, v = _randn(1, 2, 3, 5, 8), _randn(2, 2, 3, 5, 8), _randn(3, 2, 3, 5, 8)
+    q, k, v = randn(1, 2, 3, 5, 8), randn(2, 2, 3, 5, 8), randn(3, 2, 3, 5, 8)
     check_attention(student, q, k, v, None, "attention(q, k, v [2, 3, 5, 8])")
 
 
 @pytest.mark.check("attention-causal-mask")
 def test_attention_causal_mask(student):
-    q, k, v = _randn(4, 2, 6, 4), _randn(5, 2, 6, 4), _randn(6, 2, 6, 4)
+    q, k, v = randn(4, 2, 6, 4), randn(5, 2, 6, 4), randn(6, 2, 6, 4)
     mask = torch.ones(6, 6, dtype=torch.bool).tril()
     check_attention(student, q, k, v, mask, "attention(q, k, v [2, 6, 4], causal mask [6, 6])")
 
 
 @pytest.mark.check("attention-large-scores")
 def test_attention_large_scores(student):
-    q, k, v = 30 * _randn(7, 1, 4, 16), 30 * _randn(8, 1, 4, 16), _randn(9, 1, 4, 16)
+    q, k, v = 30 * randn(7, 1, 4, 16), 30 * randn(8, 1, 4, 16), randn(9, 1, 4, 16)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
     check_attention(student, q, k, v, mask, "attention with scores near 1e4")
 
 
 @pytest.mark.check("attention-broadcast-mask")
 def test_attention_broadcast_mask(student):
-    q, k, v = _randn(10, 2, 3, 5, 4), _randn(11, 2, 3, 5, 4), _randn(12, 2, 3, 5, 4)
+    q, k, v = randn(10, 2, 3, 5, 4), randn(11, 2, 3, 5, 4), randn(12, 2, 3, 5, 4)
     docs = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 1, 2, 2]])
     mask = (docs[:, :, None] == docs[:, None, :]) & torch.ones(5, 5, dtype=torch.bool).tril()
     check_attention(student, q, k, v, mask[:, None], "attention with a mask [2, 1, 5, 5]")

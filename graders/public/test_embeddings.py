@@ -6,17 +6,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graders.checking import as_float, as_int, as_list, as_pair, diagnose, expect_close, fail
+from graders.checking import as_float, as_int, as_list, as_pair, diagnose, expect_close, fail, randn
 from graders.client import StudentError
-
-
-def _table(V: int, C: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.randn(V, C, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 @pytest.mark.check("lookup-matches-indexing")
 def test_lookup_matches_indexing(student):
-    table = _table(7, 3, seed=1)
+    table = randn(1, 7, 3)
     ids = torch.tensor([[2, 1, 6], [0, 2, 5]])
     expect_close(
         student.call("lookup", table, ids),
@@ -32,7 +28,7 @@ def test_lookup_matches_indexing(student):
 @pytest.mark.check("lookup-any-shape")
 @pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)], ids=["0-dim", "1-dim", "3-dim"])
 def test_lookup_any_shape(student, shape):
-    table = _table(9, 4, seed=2)
+    table = randn(2, 9, 4)
     ids = torch.randint(0, 9, shape, generator=torch.Generator().manual_seed(3))
     expect_close(
         student.call("lookup", table, ids),
@@ -43,7 +39,7 @@ def test_lookup_any_shape(student, shape):
 
 @pytest.mark.check("one-hot-matches-lookup")
 def test_one_hot_matches_lookup(student):
-    table = _table(6, 5, seed=4)
+    table = randn(4, 6, 5)
     ids = torch.tensor([[5, 0, 3], [1, 4, 2]])
     expect_close(
         student.call("one_hot_lookup", table, ids),
@@ -54,7 +50,7 @@ def test_one_hot_matches_lookup(student):
 
 @pytest.mark.check("one-hot-num-classes")
 def test_one_hot_num_classes(student):
-    table = _table(10, 3, seed=5)
+    table = randn(5, 10, 3)
     ids = torch.tensor([1, 2, 1])  # the largest id is far below V - 1
     expect_close(
         student.call("one_hot_lookup", table, ids),
@@ -65,7 +61,7 @@ def test_one_hot_num_classes(student):
 
 @pytest.mark.check("one-hot-keeps-dtype")
 def test_one_hot_keeps_dtype(student):
-    table = _table(4, 3, seed=6, dtype=torch.float64)
+    table = randn(6, 4, 3, dtype=torch.float64)
     ids = torch.tensor([3, 0, 2, 1])
     expect_close(
         student.call("one_hot_lookup", table, ids),
@@ -87,8 +83,8 @@ def check_add(student, vectors, pos, what: str, **mistakes) -> None:
 
 @pytest.mark.check("add-positions-broadcast")
 def test_add_positions_broadcast(student):
-    vectors = _table(12, 5, seed=7).reshape(3, 4, 5)
-    pos = _table(6, 5, seed=8)
+    vectors = randn(7, 12, 5).reshape(3, 4, 5)
+    pos = randn(8, 6, 5)
     check_add(
         student,
         vectors,
@@ -96,13 +92,13 @@ def test_add_positions_broadcast(student):
         "add_positions(vectors [3, 4, 5], pos_table [6, 5])",
         **{"wrong-rows": vectors + pos[-4:]},
     )
-    vectors, pos = torch.zeros(2, 3, 4), _table(5, 4, seed=9)
+    vectors, pos = torch.zeros(2, 3, 4), randn(9, 5, 4)
     check_add(student, vectors, pos, "add_positions(vectors [2, 3, 4], pos_table [5, 4])")
 
 
 @pytest.mark.check("add-positions-too-long")
 def test_add_positions_too_long(student):
-    error = student.error("add_positions", torch.zeros(2, 7, 3), _table(5, 3, seed=10))
+    error = student.error("add_positions", torch.zeros(2, 7, 3), randn(10, 5, 3))
     if not error.is_a("ValueError"):
         fail(f"with T=7 > L=5, add_positions raised {error.type_name}, expected ValueError")
     if "7" not in error.message or "5" not in error.message:
@@ -111,7 +107,7 @@ def test_add_positions_too_long(student):
 
 @pytest.mark.check("add-positions-full-length")
 def test_add_positions_full_length(student):
-    vectors, pos = _table(8, 2, seed=11).reshape(2, 4, 2), _table(4, 2, seed=12)
+    vectors, pos = randn(11, 8, 2).reshape(2, 4, 2), randn(12, 4, 2)
     expect_close(
         student.call("add_positions", vectors, pos),
         vectors + pos,
@@ -178,7 +174,7 @@ def test_nearest_cosine(student):
 
 @pytest.mark.check("nearest-pairs")
 def test_nearest_pairs(student):
-    table = _table(8, 4, seed=13)
+    table = randn(13, 8, 4)
     result = student.call("nearest", table, 5, 2)
     pairs = as_list(result, "nearest(table [8, 4], 5, 2)", as_pair)
     if len(pairs) != 2:

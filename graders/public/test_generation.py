@@ -10,16 +10,12 @@ import pytest
 import torch
 
 from graders import worker
-from graders.checking import as_bool, as_list, as_tensor, diagnose, expect_close, fail, same
+from graders.checking import as_bool, as_list, as_tensor, diagnose, expect_close, fail, randn, same
 from graders.client import StudentError
 from graders.oracles import gpt2_state, ours_from_gpt2
 from graders.plugin import seeded
 
 # -- sample_next ----------------------------------------------------------------------------------
-
-
-def _logits(seed: int, B: int, V: int, scale: float = 2.0) -> torch.Tensor:
-    return scale * torch.randn(B, V, generator=torch.Generator().manual_seed(seed))
 
 
 def expected_sample(logits, temperature=1.0, top_k=None, seed=0) -> torch.Tensor:
@@ -44,7 +40,7 @@ def check_sample(
 
 @pytest.mark.check("sample-greedy")
 def test_sample_greedy(student):
-    logits = _logits(1, 6, 9)
+    logits = 2 * randn(1, 6, 9)
     expect_close(
         student.call("sample_next", logits, 0.0),
         logits.argmax(dim=-1),
@@ -60,14 +56,14 @@ def test_sample_greedy(student):
 @pytest.mark.check("sample-seeded")
 def test_sample_seeded(student):
     check_sample(
-        student, _logits(2, 64, 12), "sample_next(logits [64, 12], seeded generator)", seed=11
+        student, 2 * randn(2, 64, 12), "sample_next(logits [64, 12], seeded generator)", seed=11
     )
 
 
 @pytest.mark.check("sample-temperature")
 @pytest.mark.parametrize("temperature", [0.5, 2.0])
 def test_sample_temperature(student, temperature):
-    logits = _logits(3, 64, 10)
+    logits = 2 * randn(3, 64, 10)
     check_sample(
         student,
         logits,
@@ -82,7 +78,7 @@ def test_sample_temperature(student, temperature):
 def test_sample_top_k(student):
     check_sample(
         student,
-        _logits(4, 64, 10),
+        2 * randn(4, 64, 10),
         "sample_next(logits [64, 10], top_k=3)",
         top_k=3,
         seed=13,
@@ -93,7 +89,7 @@ def test_sample_top_k(student):
 @pytest.mark.check("sample-top-k-capped")
 def test_sample_top_k_capped(student):
     check_sample(
-        student, _logits(5, 32, 6), "sample_next(logits [32, 6], top_k=50)", top_k=50, seed=14
+        student, 2 * randn(5, 32, 6), "sample_next(logits [32, 6], top_k=50)", top_k=50, seed=14
     )
 
 

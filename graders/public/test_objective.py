@@ -8,12 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graders.checking import as_float, expect_close, fail
+from graders.checking import as_float, expect_close, fail, randn
 from graders.client import StudentError
-
-
-def _randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
@@ -46,7 +42,7 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
 def test_ce_matches_torch(student):
     check_ce(
         student,
-        _randn(1, 6, 10),
+        randn(1, 6, 10),
         torch.tensor([3, 0, 9, 9, 5, 1]),
         "cross_entropy(logits [6, 10], targets [6])",
     )
@@ -57,7 +53,7 @@ def test_ce_ignore_index(student):
     targets = torch.tensor([3, -100, 9, -100, -100, 1, 4])
     check_ce(
         student,
-        _randn(2, 7, 10),
+        randn(2, 7, 10),
         targets,
         f"cross_entropy(logits [7, 10], targets {targets.tolist()})",
     )
@@ -68,7 +64,7 @@ def test_ce_custom_ignore_index(student):
     targets = torch.tensor([3, 0, 2, 0, 1])
     check_ce(
         student,
-        _randn(3, 5, 4),
+        randn(3, 5, 4),
         targets,
         f"cross_entropy(logits [5, 4], targets {targets.tolist()}, ignore_index=0)",
         ignore_index=0,
@@ -77,7 +73,7 @@ def test_ce_custom_ignore_index(student):
 
 @pytest.mark.check("ce-large-logits")
 def test_ce_large_logits(student):
-    logits = 1e4 * _randn(4, 5, 8)
+    logits = 1e4 * randn(4, 5, 8)
     logits[0, 2] = 1e4
     targets = torch.tensor([2, 7, 0, -100, 5])
     check_ce(student, logits, targets, "cross_entropy(logits around 1e4)", rtol=1e-5, atol=1e-2)
@@ -115,7 +111,7 @@ def check_lm_loss(student, logits, ids, what, ignore_index=None):
 @pytest.mark.check("lm-loss-shifted")
 def test_lm_loss_shifted(student):
     ids = torch.tensor([[1, 4, 2, 7, 7, 0], [3, 3, 5, 1, 6, 2]])
-    check_lm_loss(student, _randn(5, 2, 6, 8), ids, "lm_loss(logits [2, 6, 8], input_ids [2, 6])")
+    check_lm_loss(student, randn(5, 2, 6, 8), ids, "lm_loss(logits [2, 6, 8], input_ids [2, 6])")
 
 
 @pytest.mark.check("lm-loss-ignore-index")
@@ -123,7 +119,7 @@ def test_lm_loss_ignore_index(student):
     ids = torch.tensor([[5, 4, 2, 0, 0], [3, 1, 0, 0, 0]])  # 0 pads the rows
     check_lm_loss(
         student,
-        _randn(6, 2, 5, 6),
+        randn(6, 2, 5, 6),
         ids,
         "lm_loss(logits [2, 5, 6], padded input_ids, ignore_index=0)",
         ignore_index=0,

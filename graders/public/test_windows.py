@@ -13,6 +13,7 @@ from graders.checking import (
     as_list,
     as_pair,
     as_tensor,
+    diagnose,
     expect_equal,
     fail,
     same,
@@ -166,8 +167,8 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
             for key, change in (mistakes or {}).items()
         }
         shapes = [list(b[0].shape) for b in batches]
-        from graders.checking import diagnose
-
+        if config.get("shuffle") is False and _windows(batches) == _windows(want):
+            fail(f"{what}: the right windows, in another order", "shuffle-ignored")
         diagnose(
             batches,
             answers,
@@ -177,6 +178,11 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
             f"{shapes[:4]}{'...' if len(shapes) > 4 else ''}; expected {len(want)} batches"
             f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None else ""),
         )
+
+
+def _windows(batches: list) -> list[list[int]]:
+    """Every input window of a list of batches, sorted: the order of the batches left out."""
+    return sorted(row for x, _ in batches for row in x.tolist())
 
 
 @pytest.mark.check("make-loader-batches")
