@@ -1,0 +1,32 @@
+"""The examples in the lesson docstrings (which students read in their stubs) are true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import math
+
+import pytest
+import torch
+
+LESSON_MODULES = [
+    "tokens",
+    "embeddings",
+    "windows",
+    "attention",
+    "objective",
+    "packing",
+    "training",
+]
+
+
+@pytest.mark.parametrize("name", LESSON_MODULES)
+def test_docstring_examples_run(name: str) -> None:
+    module = importlib.import_module(f"solutions.{name}")
+    result = doctest.testmod(
+        module,
+        optionflags=doctest.NORMALIZE_WHITESPACE,
+        extraglobs={"torch": torch, "math": math},
+    )
+    assert result.attempted > 0, f"solutions/{name}.py has no docstring example"
+    assert result.failed == 0
