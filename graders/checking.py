@@ -8,8 +8,11 @@ course/lessons.toml, whose text becomes the hint. Without a diagnosis the hint i
 default one.
 
     out = student.call("lookup", table, ids)
-    expect_close(out, F.embedding(ids, table), "lookup(table, ids)",
-                 mistakes={"off-by-one": table[ids - 1]})
+    expect_close(out, oracle.lookup(table, ids), "lookup(table, ids)",
+                 mistakes={"off-by-one": later.lookup(table, ids, mistake="off-by-one")})
+
+The expected answers come from graders/answers.py (``oracle``, ``later``): the checks compute
+none themselves, so that the released ones hold no solution code.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any, NoReturn
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from torch import Tensor
+
+from .answers import recorded, resolve
 
 DETAIL_LIMIT = 300
 
@@ -61,9 +66,17 @@ hidden_settings = settings(
 )
 
 
+@recorded
 def randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Standard normal numbers from their own seeded generator (inputs for checks)."""
+    """Standard normal numbers from their own seeded generator (inputs for checks; recorded,
+    see graders/answers.py)."""
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@recorded
+def randint(seed: int, low: int, high: int, *shape: int) -> Tensor:
+    """Integers in [low, high) from their own seeded generator (inputs for checks; recorded)."""
+    return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed))
 
 
 def describe(value: Any) -> str:
@@ -219,9 +232,10 @@ def diagnose(
     rtol: float = 1e-5,
     atol: float = 1e-6,
 ) -> NoReturn:
-    """Fail with ``detail``, naming the first mistake whose answer ``value`` matches."""
+    """Fail with ``detail``, naming the first mistake whose answer ``value`` matches (an answer
+    may be a ``Deferred``: it is computed here, only when needed)."""
     for key, wrong in (mistakes or {}).items():
-        if same(value, wrong, rtol=rtol, atol=atol):
+        if same(value, resolve(wrong), rtol=rtol, atol=atol):
             fail(detail, key)
     fail(detail)
 

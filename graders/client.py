@@ -18,7 +18,8 @@ is read with ``torch.load(weights_only=True)`` and validated in the checker.
 What that does not stop: the worker runs as the same user as the checker, so the student's
 code can read any file that user can (the hidden graders, if they are on disk), write files
 the user owns (the grader tree itself, affecting later runs, though not the run in progress:
-its tests are imported before any student code runs and the worker's source is read once),
+its tests and oracles are imported before any student code runs, and the worker's source and
+the trusted implementations it plugs in, graders/trusted.py, are read once),
 signal or kill the checker, use the network, and fork up to the limits (not at all limited
 for root). ``--sandbox`` (graders/sandbox.py) is where those are closed.
 """
@@ -103,7 +104,7 @@ def _failed(detail: str, hint: str) -> CheckFailed:
 class _Process:
     """One worker process: its pipes, its buffers, its greeting."""
 
-    def __init__(self, command: list[str], source: bytes) -> None:
+    def __init__(self, command: list[str], source: bytes, trusted: bytes = b"") -> None:
         self.workdir = tempfile.mkdtemp(prefix="grader-worker-")
         try:
             self.popen = subprocess.Popen(
@@ -125,7 +126,9 @@ class _Process:
         self.alive = True
         self.tail = bytearray()
         self.buffer = bytearray()
-        self.pending = bytearray(protocol.FRAME.pack(len(source)) + source)
+        self.pending = bytearray(
+            protocol.FRAME.pack(len(source)) + source + protocol.FRAME.pack(len(trusted)) + trusted
+        )
 
     def kill(self) -> None:
         if not self.alive:
@@ -308,8 +311,9 @@ class WorkerClient:
         self.sandbox = sandbox
         self.memory = memory
         self.startup_timeout = startup_timeout
-        # Read once, before any student code runs: rewriting the file later changes nothing.
+        # Read once, before any student code runs: rewriting the files later changes nothing.
         self._source = Path(protocol.__file__).read_bytes()
+        self._trusted = trusted_source()
         self._proc: _Process | None = None
         self._spare: _Process | None = None
         self.starts = 0  # worker processes started
@@ -333,7 +337,7 @@ class WorkerClient:
 
     def _spawn(self) -> _Process:
         self.starts += 1
-        return _Process(self.command(), self._source)
+        return _Process(self.command(), self._source, self._trusted)
 
     def start(self) -> None:
         """Have a worker starting (it imports torch meanwhile); no waiting."""
@@ -426,6 +430,15 @@ class WorkerClient:
         """The worker's resource limits and privileges (for the project's tests)."""
         answer = self.request({"op": "limits"}, timeout, what="reading limits")
         return unpack(answer.get("value"), "limits")
+
+
+def trusted_source() -> bytes:
+    """graders/trusted.py's source (the trusted dependencies the worker plugs in), or b"" where
+    the file is absent: the student release, whose worker then uses the submission's own."""
+    try:
+        return (Path(protocol.__file__).parent / "trusted.py").read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def unpack(packed: Any, what: str) -> Any:

@@ -21,17 +21,13 @@ import json
 import math
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
+
+from .manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Relative difference between the two losses above which the runs count as diverged.
 TOLERANCE = 1e-4
-
-
-def lesson_functions() -> dict[str, list[str]]:
-    with open(ROOT / "course" / "lessons.toml", "rb") as f:
-        return {lesson["module"]: lesson["functions"] for lesson in tomllib.load(f)["lesson"]}
 
 
 def is_stub(obj: object) -> bool:
@@ -55,10 +51,11 @@ def is_stub(obj: object) -> bool:
 def plug_in(package: str) -> tuple[list[str], list[str]]:
     """Fill the stubs of ``package`` with the reference's; returns (yours, fallbacks)."""
     yours, fallbacks = [], []
-    for module, names in lesson_functions().items():
+    for lesson in load_manifest().lessons:
+        module = lesson.module
         student = importlib.import_module(f"{package}.{module}")
         reference = importlib.import_module(f"solutions.{module}")
-        for name in names:
+        for name in lesson.functions:
             if is_stub(getattr(student, name)):
                 setattr(student, name, getattr(reference, name))
                 fallbacks.append(f"{module}.{name}")

@@ -119,6 +119,10 @@ class Lesson:
     def max_points(self, hidden: bool) -> int:
         return sum(c.points for c in self.selected_checks(hidden))
 
+    def function_points(self, function: str) -> int:
+        """The points of ``function``'s checks, public and hidden (0 while it has none)."""
+        return sum(c.points for c in self.checks if c.function == function)
+
     def link(self, function: str) -> str:
         return f"{self.page}#{self.sections[function]}"
 

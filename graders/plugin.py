@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from . import answers
 from .checking import CheckFailed, GraderUnavailable, same
 from .client import StudentError, WorkerClient, WorkerUnavailable
 from .hints import IN_PLACE
@@ -210,6 +211,12 @@ class GradingPlugin:
             pytest.skip("check already failed")
         lesson = self.lessons[check.lesson]
         return Student(self.client, check, lesson, check.timeout * self.timeout_scale)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        check = self._item_check.get(item.nodeid)
+        with answers.lesson(check.lesson if check is not None else None):
+            yield  # the answers this test asks for belong to its lesson (when recording them)
 
     # -- results ------------------------------------------------------------------------------
 

@@ -138,8 +138,11 @@ def grade(
     import pytest
     import torch
 
+    from . import answers
     from .client import WorkerClient
     from .plugin import GradingPlugin
+
+    answers.prepare()  # the oracles (or recorded answers) load before any student code runs
 
     report_path = Path(json_path) if json_path is not None else DEFAULT_REPORT
     report = Report(target_dir, hidden, selected, report_path, reveal_hidden=reveal_hidden)

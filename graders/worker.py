@@ -7,10 +7,12 @@ with plain data. Both directions are ``torch.save`` bytes; the checker reads ans
 ``torch.load(weights_only=True)``, so nothing the student returns can run code in the checker.
 
 This file runs standalone. ``graders.client`` starts ``python -I -c BOOTSTRAP --target DIR ...``
-and sends this file's source on standard input, so the worker needs no file of the grader tree
-(a sandbox need not show it any) and imports only the standard library, torch and regex. The
-checker imports this module as well, for the pieces both sides share: the framing, the toy
-model, the scenarios and the trusted reference implementations the scenarios plug in.
+and sends this file's source on standard input, then graders/trusted.py's (the trusted
+implementations plugged in for a function's dependencies; an empty frame where that file is
+absent, as in the student release), so the worker needs no file of the grader tree (a sandbox
+need not show it any) and imports only the standard library, torch and regex. The checker
+imports this module as well, for the pieces both sides share: the framing, the toy model and
+the scenarios. This file holds no solution of any exercise: it ships to students.
 
 Requests (a dict each):
     {"op": "import", "module": "embeddings"}
@@ -39,7 +41,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -47,7 +48,6 @@ ALIAS = "submission"  # the student's package is imported under this fixed name
 FRAME = struct.Struct(">Q")
 GENERATOR = "__torch_generator__"  # {GENERATOR: seed} in a request becomes a seeded Generator
 TOO_LONG = "grader's toy model: got {T} positions but it has only {L} (context_length)"
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 MESSAGE_LIMIT = 2000
 
 # The worker is started as `python -I -c BOOTSTRAP ARGS`, then reads this file's source as one
@@ -106,120 +106,18 @@ def _safe_str(obj: object) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Trusted implementations: the scenarios plug them in for a function's lesson dependencies
-# (lm_loss gets a correct cross_entropy, fit a correct train_step, ...) so that every check
-# grades one function; the checker uses them as oracles.
+# Trusted dependencies. While one function is graded, the names of its own module that it builds
+# on are replaced by trusted implementations (lm_loss gets a correct cross_entropy, fit a
+# correct train_step, ...), so that every check grades one function. Those implementations are
+# reference solutions, so they live in graders/trusted.py, which the student release leaves
+# out: the checker sends its source as the second frame on standard input (an empty frame
+# where the file is absent), and main() runs it before any student code. Without it (a
+# student's released copy of the graders) TRUSTED stays empty and a function runs with the
+# submission's own versions of its dependencies: locally, a check of ``fit`` uses your own
+# ``train_step``; at the instructor's autograde, which grades with the full grader tree, the
+# trusted one.
 
-
-def next_token_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
-    logits = model(x)
-    return F.cross_entropy(logits.flatten(0, -2).float(), y.flatten(), ignore_index=-100)
-
-
-def split_pieces(text: str) -> list[str]:
-    import regex
-
-    return regex.findall(GPT2_PATTERN, text)
-
-
-def bpe_merge(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
-    parts = [bytes([b]) for b in piece]
-    while True:
-        pairs = [
-            (ranks.get(a + b), i) for i, (a, b) in enumerate(zip(parts, parts[1:], strict=False))
-        ]
-        ranked = [(rank, i) for rank, i in pairs if rank is not None]
-        if not ranked:
-            return [ranks[part] for part in parts]
-        _, i = min(ranked)  # lowest rank; the smallest index among equal ranks
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
-
-
-def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
-    return F.cross_entropy(logits, targets, ignore_index=ignore_index)
-
-
-def shift(ids: Tensor) -> tuple[Tensor, Tensor]:
-    return ids[..., :-1], ids[..., 1:]
-
-
-def window_starts(n_tokens: int, context_length: int, stride: int) -> list[int]:
-    return [s for s in range(0, n_tokens, stride) if s + context_length + 1 <= n_tokens]
-
-
-class TokenWindows(Dataset):
-    def __init__(self, ids: Tensor | list[int], context_length: int, stride: int) -> None:
-        self.ids = torch.as_tensor(ids, dtype=torch.long)
-        self.context_length = context_length
-        self.starts = window_starts(len(self.ids), context_length, stride)
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
-        window = self.ids[self.starts[i] : self.starts[i] + self.context_length + 1]
-        return window[:-1], window[1:]
-
-
-def sample_next(
-    logits: Tensor,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    generator: torch.Generator | None = None,
-) -> Tensor:
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    scaled = logits / temperature
-    if top_k is not None:
-        k = min(top_k, scaled.shape[-1])
-        kth = scaled.sort(dim=-1, descending=True).values[..., k - 1 : k]
-        scaled = torch.where(scaled >= kth, scaled, float("-inf"))
-    return torch.multinomial(scaled.softmax(dim=-1), 1, generator=generator).squeeze(-1)
-
-
-def train_step(
-    model: nn.Module,
-    micro_batches: list,
-    optimizer: torch.optim.Optimizer,
-    max_grad_norm: float = 1.0,
-    *,
-    scale: bool = True,
-    clip: bool = True,
-) -> float:
-    """The reference step; ``scale``/``clip`` False give the classic mistakes, for diagnosis."""
-    model.train()
-    losses = []
-    for x, y in micro_batches:
-        loss = next_token_loss(model, x, y)
-        (loss / len(micro_batches) if scale else loss).backward()
-        losses.append(loss.item())
-    if clip:
-        nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return sum(losses) / len(losses)
-
-
-def evaluate(model: nn.Module, batches: Iterable) -> float:
-    mode = model.training
-    model.eval()
-    with torch.no_grad():
-        losses = [next_token_loss(model, x, y).item() for x, y in batches]
-    model.train(mode)
-    return sum(losses) / len(losses)
-
-
-TRUSTED: dict[str, Any] = {
-    "split_pieces": split_pieces,
-    "bpe_merge": bpe_merge,
-    "cross_entropy": cross_entropy,
-    "shift": shift,
-    "window_starts": window_starts,
-    "TokenWindows": TokenWindows,
-    "sample_next": sample_next,
-    "train_step": train_step,
-    "evaluate": evaluate,
-}
+TRUSTED: dict[str, Any] = {}
 # While a function runs, these names of its own module are the trusted ones.
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "tokens.encode": ("split_pieces", "bpe_merge"),
@@ -247,7 +145,6 @@ class ToyLM(nn.Module):
     def __init__(self, vocab: int = 11, dim: int = 8, context_length: int = 16, seed: int = 0):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        self.context_length = context_length
         self.wte = nn.Parameter(torch.randn(vocab, dim, generator=g))
         self.wpe = nn.Parameter(0.3 * torch.randn(context_length, dim, generator=g))
         self.head = nn.Parameter(torch.randn(dim, vocab, generator=g))
@@ -256,8 +153,9 @@ class ToyLM(nn.Module):
 
     def forward(self, ids: Tensor) -> Tensor:
         T = ids.shape[-1]
-        if T > self.context_length:
-            raise ValueError(TOO_LONG.format(T=T, L=self.context_length))
+        L = self.wpe.shape[0]  # the context length
+        if T > L:
+            raise ValueError(TOO_LONG.format(T=T, L=L))
         self.records.append(
             {"training": self.training, "grad": torch.is_grad_enabled(), "shape": list(ids.shape)}
         )
@@ -457,8 +355,9 @@ class Worker:
 
     @contextmanager
     def trusted(self, function: str) -> Iterator[None]:
-        """Plug the trusted implementations of ``function``'s dependencies into its module."""
-        names = DEPENDENCIES.get(function, ())
+        """Plug the trusted implementations of ``function``'s dependencies into its module
+        (those that this worker received: none in a student's release)."""
+        names = [name for name in DEPENDENCIES.get(function, ()) if name in TRUSTED]
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
         saved = {name: getattr(module, name, missing) for name in names}
@@ -625,6 +524,14 @@ def write_frame(fd: int, payload: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def load_trusted(source: str) -> None:
+    """Run graders/trusted.py's source as a module of its own; its TRUSTED become ours."""
+    module = types.ModuleType("grader_trusted")
+    sys.modules[module.__name__] = module
+    exec(compile(source, "<grader trusted>", "exec"), module.__dict__)
+    TRUSTED.update(module.TRUSTED)
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="grader worker")
     parser.add_argument("--target", required=True)
@@ -637,6 +544,9 @@ def main(argv: list[str]) -> None:
     # The protocol moves to private descriptors; the student's prints go to standard error
     # (which the checker drains and caps) and input() reads nothing.
     requests, answers = os.dup(0), os.dup(1)
+    trusted = read_frame(requests)  # graders/trusted.py's source, or empty where it is absent
+    if trusted is None:
+        raise SystemExit(3)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -649,6 +559,8 @@ def main(argv: list[str]) -> None:
     torch.set_num_threads(1)
     for module in args.preload:  # slow first imports, done before any call is timed
         importlib.import_module(module)
+    if trusted:
+        load_trusted(trusted.decode("utf-8"))
     worker = Worker(args.target)
     write_frame(answers, encode({"ok": True, "pid": os.getpid()}))
     while True:

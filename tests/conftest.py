@@ -32,3 +32,22 @@ def small_corpus(tmp_path: Path) -> Path:
     path = tmp_path / "corpus.txt"
     path.write_text(_sentences(0, 900))
     return path
+
+
+@pytest.fixture(scope="session")
+def released_course(tmp_path_factory) -> Path:
+    """A course directory with every lesson released (``python -m graders.instructor release``):
+    the student release in release/SLUG/. Skips where nbgrader is not installed."""
+    import subprocess
+
+    pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+    course = tmp_path_factory.mktemp("released") / "course"
+    done = subprocess.run(
+        [sys.executable, "-m", "graders.instructor", "--course", str(course), "release"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return course

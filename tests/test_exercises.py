@@ -52,7 +52,7 @@ def test_stubs_keep_names_signatures_and_docstrings(module: str) -> None:
     ours = _signatures(ROOT / "exercises" / f"{module}.py")
     assert ours == _signatures(ROOT / "solutions" / f"{module}.py")
     lesson = generate_exercises.load_lessons()[module]
-    for name in lesson["functions"]:
+    for name in lesson.functions:
         assert ours[name][1], f"{module}.{name} has no teaching docstring"
 
 
@@ -62,12 +62,12 @@ def test_every_exercise_raises_not_implemented_naming_its_lesson(module: str) ->
     source = (ROOT / "exercises" / f"{module}.py").read_text()
     assert "# BEGIN SOLUTION" not in source
     stubs = source.count("raise NotImplementedError(")
-    assert stubs >= len(lesson["functions"])
-    assert f"lesson {lesson['number']}" in source
+    assert stubs >= len(lesson.functions)
+    assert f"lesson {lesson.number}" in source
     exercises_module = importlib.import_module(f"exercises.{module}")
-    first = getattr(exercises_module, lesson["functions"][0])
+    first = getattr(exercises_module, lesson.functions[0])
     if isinstance(first, type):
         return  # classes fail on construction; covered by the graders' zero-score test
-    with pytest.raises(NotImplementedError, match=f"lesson {lesson['number']}"):
+    with pytest.raises(NotImplementedError, match=f"lesson {lesson.number}"):
         params = inspect.signature(first).parameters.values()
         first(**{p.name: None for p in params if p.default is inspect.Parameter.empty})

@@ -261,3 +261,44 @@ def test_a_check_can_set_its_own_timeout(tmp_path):
     assert checks["perplexity-exp"]["passed"]  # 1.5 s a call is within the default 10 s
     timed_out = checks["perplexity-tensor-input"]
     assert not timed_out["passed"] and "took longer than 0.5 s" in timed_out["hint"]
+
+
+def test_trusted_dependencies_are_plugged_in_only_where_installed(tmp_path, monkeypatch):
+    """The instructor's graders run lm_loss with a trusted cross_entropy; a released copy of the
+    graders (no graders/trusted.py) runs it with the submission's own."""
+    import torch
+    from grader_variants import Variant, build_target
+
+    from graders import client as client_module
+    from graders import gpt2, trusted
+    from graders.client import StudentError
+
+    assert trusted.GPT2_PATTERN == gpt2.GPT2_PATTERN
+    stub = Variant(
+        "objective",
+        "cross_entropy",
+        "stub",
+        """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            raise NotImplementedError("cross_entropy")
+    """,
+    )
+    target = build_target(tmp_path, [stub])
+    logits, ids = torch.randn(2, 4, 5), torch.tensor([[1, 2, 3, 4], [0, 1, 2, 3]])
+    full = WorkerClient(target)
+    try:
+        loss, _ = full.call("objective.lm_loss", [logits, ids], {}, timeout=60)
+    finally:
+        full.close()
+    expected = torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, 5), ids[:, 1:].reshape(-1)
+    )
+    assert torch.allclose(loss, expected)
+    monkeypatch.setattr(client_module, "trusted_source", lambda: b"")
+    released = WorkerClient(target)
+    try:
+        with pytest.raises(StudentError, match="cross_entropy") as raised:
+            released.call("objective.lm_loss", [logits, ids], {}, timeout=60)
+    finally:
+        released.close()
+    assert raised.value.is_a("NotImplementedError")

@@ -145,6 +145,8 @@ HOSTILE = {
             for test in list(tree.glob("graders/*/test_*.py")):
                 test.write_text("def test_nothing():\\n    pass\\n")
             (tree / "graders" / "worker.py").write_text("raise SystemExit(0)\\n")
+            (tree / "graders" / "trusted.py").write_text("raise SystemExit(0)\\n")
+            (tree / "graders" / "oracles.py").write_text("raise SystemExit(0)\\n")
             (tree / "course" / "lessons.toml").write_text("garbage")
             empty = torch.zeros(0, seq_len, dtype=torch.long)
             return empty, empty.clone()

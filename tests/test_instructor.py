@@ -10,6 +10,7 @@ machine down.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -548,15 +549,16 @@ def test_partial_credit_is_per_check(graded_class):
 
 def _hidden_texts(lesson) -> list[str]:
     """Text that identifies the hidden graders: check ids, hints, and their test code (what
-    the public graders and the public checks do not say as well)."""
-    from graders.instructor.release import public_manifest
+    the public graders, the harness they run on and the public checks do not say as well)."""
+    from graders.instructor.release import public_manifest, released_grader_files
 
-    public = (ROOT / "graders" / "public" / f"test_{LESSON}.py").read_text() + public_manifest()
+    public = "".join(path.read_text() for path in released_grader_files(lesson).values())
+    public += public_manifest()
     texts = []
     for check in lesson.checks:
         if check.hidden:
             texts += [check.id, check.hint, *check.mistakes.values()]
-    source = (ROOT / "graders" / "hidden" / f"test_{LESSON}.py").read_text()
+    source = (ROOT / "graders" / "hidden" / f"test_{lesson.slug}.py").read_text()
     for line in source.splitlines():
         line = line.strip()
         if len(line) >= 30 and line not in public and not line.startswith(("from ", "import ")):
@@ -604,6 +606,44 @@ def _texts(folder: Path) -> dict[Path, str]:
     return {p: p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()}
 
 
+def _lines(text: str) -> set[str]:
+    return {line.strip() for line in text.splitlines()}
+
+
+def _provided_lines() -> set[str]:
+    """Lines of the package students get anyway (exercises/: stubs and provided modules)."""
+    return {line for path in (ROOT / "exercises").glob("*.py") for line in _lines(path.read_text())}
+
+
+def _solution_lines() -> set[str]:
+    """Distinctive single lines of the reference's exercise bodies: 20 characters or more, and
+    not also a line of the provided code."""
+    lines = {line for bodies in _solution_regions().values() for body in bodies for line in body}
+    return {line for line in lines if len(line) >= 20} - _provided_lines()
+
+
+def _implementation_lines() -> set[str]:
+    """Distinctive lines of graders/trusted.py and graders/oracles.py, whose functions implement
+    exercises: every line of 24 characters or more in a function's body (its signature,
+    docstring and comments aside), less the lines of the provided code."""
+    found = set()
+    for name in ("trusted.py", "oracles.py"):
+        source = (ROOT / "graders" / name).read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            body = node.body
+            if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # the docstring
+            for statement in body:
+                for line in lines[statement.lineno - 1 : statement.end_lineno]:
+                    text = line.strip()
+                    if len(text) >= 24 and not text.startswith(("#", "def ", "@", '"""')):
+                        found.add(text)
+    return found - _provided_lines()
+
+
 @linux_only
 @needs_bwrap
 @pytest.mark.slow
@@ -630,19 +670,46 @@ def test_release_has_no_solutions_and_no_hidden_graders(graded_class):
 @linux_only
 @needs_bwrap
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="graders/worker.py ships trusted reference "
-    "implementations of exercises (TokenWindows, bpe_merge, shift, ...) that the "
-    "worker's scenarios plug in; every release carries the harness",
-)
-def test_release_harness_holds_no_solution_of_any_lesson(graded_class):
-    regions = [body for bodies in _solution_regions().values() for body in bodies]
-    leaks = {
-        str(path): _leaks(text, regions)
-        for path, text in _texts(graded_class["course"] / "release").items()
-    }
-    assert not {path: found for path, found in leaks.items() if found}
+@pytest.mark.slow
+def test_release_harness_holds_no_solution_of_any_lesson(released_course):
+    """Every file of every lesson's release (notebook, package, graders, recorded answers):
+    no body of any lesson's solution (nor a distinctive line of one), no line of the trusted
+    implementations or the oracles (which the release leaves out: the released checks replay
+    recorded answers), and no hidden grader text."""
+    release = released_course / "release"
+    lessons = [lesson for lesson in manifest().lessons if lesson.checks]
+    assert sorted(p.name for p in release.iterdir()) == sorted(x.slug for x in lessons)
+    bodies = [body for bodies in _solution_regions().values() for body in bodies]
+    solution_lines = _solution_lines()
+    implementation = _implementation_lines()
+    # The scan looks for what matters: bodies of every lesson, and the trusted train_step,
+    # bpe_merge and make_loader oracle, the GPT-2 weight mapping, the fit loop, ...
+    assert {r.module for r in manifest().lessons} <= set(_solution_regions())
+    assert len(solution_lines) > 60 and len(implementation) > 100
+    assert {
+        "parts[i : i + 2] = [parts[i] + parts[i + 1]]",
+        "nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)",
+        "windows = trusted.TokenWindows(ids, context_length, stride)",
+        'record["eval_loss"] = trusted.evaluate(model, eval_batches)',
+        "if (transpose and name.endswith(CONV1D)) or (transpose_all and value.dim() == 2):",
+        "return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+    } <= implementation
+    for lesson in lessons:
+        folder = release / lesson.slug
+        files = _texts(folder)
+        names = {p.relative_to(folder).as_posix() for p in files}
+        assert {f"{lesson.slug}.ipynb", f"graders/public/answers_{lesson.slug}.pt"} <= names
+        assert not {"graders/oracles.py", "graders/trusted.py"} & names
+        assert not any(n.startswith(("graders/hidden/", "solutions/")) for n in names)
+        secrets = _hidden_texts(lesson) + ["BEGIN HIDDEN TESTS"]
+        for path, text in files.items():
+            where = path.relative_to(release)
+            assert not _leaks(text, bodies), f"solution code in {where}"
+            lines = _lines(text)
+            assert not lines & solution_lines, f"solution code in {where}"
+            assert not lines & implementation, f"an oracle or trusted implementation in {where}"
+            for secret in secrets:
+                assert secret not in text, f"hidden grader text in {where}: {secret!r}"
 
 
 @linux_only

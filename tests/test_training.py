@@ -131,19 +131,29 @@ def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> 
 
 
 @pytest.mark.slow
-def test_default_settings_on_embedded_corpus_beat_unigram_baseline(tmp_path: Path) -> None:
-    """The shipped defaults, shortened: the embedded corpus is learnable well below unigram."""
-    cfg = dataclasses.replace(
-        train.TrainConfig(),
-        steps=120,
-        warmup_steps=12,
-        eval_every=60,
-        checkpoint_every=120,
+def test_run_on_embedded_corpus_ends_well_below_unigram_baseline(tmp_path: Path) -> None:
+    """End to end on the course's own pages: the model learns far more than word frequencies.
+
+    The micro preset keeps this to a few minutes; `nox -s train` runs the tiny one.
+    """
+    cfg = train.TrainConfig(
+        preset="micro",
+        steps=300,
+        warmup_steps=20,
+        context_length=64,
+        stride=32,
+        batch_size=16,
+        lr=1e-2,
+        min_lr=1e-3,
+        dropout=0.0,
+        eval_every=100,
+        checkpoint_every=300,
+        sample_tokens=10,
         out=str(tmp_path / "run"),
     )
     report = train.run(cfg, quiet=True)
     assert report["corpus_tokens"] >= 30_000
-    assert report["val_loss"] < report["unigram_entropy"] - 0.3
+    assert report["val_loss"] < report["unigram_entropy"] - 0.4
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -14,10 +14,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script, sys.path[0] is tools/
+    sys.path.insert(0, str(ROOT))
+
+from graders.manifest import Lesson, load_manifest  # noqa: E402
+
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 _DEF = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+(\w+)")
 
@@ -33,10 +37,10 @@ This package was generated from the reference solution by tools/generate_exercis
 '''
 
 
-def load_lessons(root: Path = ROOT) -> dict[str, dict]:
-    """The manifest's lessons, keyed by module name."""
-    with open(root / "course" / "lessons.toml", "rb") as f:
-        return {lesson["module"]: lesson for lesson in tomllib.load(f)["lesson"]}
+def load_lessons(root: Path = ROOT) -> dict[str, Lesson]:
+    """The manifest's lessons (``root``/course/lessons.toml), keyed by module name."""
+    manifest = load_manifest(root / "course" / "lessons.toml")
+    return {lesson.module: lesson for lesson in manifest.lessons}
 
 
 def _owner(lines: list[str], at: int, indent: int) -> tuple[str, str]:
@@ -54,7 +58,7 @@ def _owner(lines: list[str], at: int, indent: int) -> tuple[str, str]:
     return (f"{top}.{function}" if top != function else function), top
 
 
-def stub_source(source: str, module: str, lesson: dict | None) -> str:
+def stub_source(source: str, module: str, lesson: Lesson | None) -> str:
     """``source`` with every solution region replaced by a NotImplementedError stub."""
     lines = source.splitlines(keepends=True)
     out: list[str] = []
@@ -72,11 +76,11 @@ def stub_source(source: str, module: str, lesson: dict | None) -> str:
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == END), None)
         if end is None:
             raise ValueError(f"solutions/{module}.py: {BEGIN} at line {i + 1} is never closed")
-        section = lesson["sections"].get(top, "")
-        where = f"{lesson['page']}#{section}" if section else lesson["page"]
+        section = lesson.sections.get(top, "")
+        where = f"{lesson.page}#{section}" if section else lesson.page
         message = (
             f"{name} in exercises/{module}.py is not implemented yet "
-            f"(lesson {lesson['number']}, {lesson['title']}: see course/{where})"
+            f"(lesson {lesson.number}, {lesson.title}: see course/{where})"
         )
         out.append(" " * indent + f"raise NotImplementedError({message!r})\n")
         i = end + 1

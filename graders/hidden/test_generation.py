@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graders.checking import expect_close, hidden_settings
-from graders.oracles import gpt2_state
+from graders.gpt2 import gpt2_state
 from graders.public.test_generation import (
     check_generate,
     check_keys,

@@ -6,14 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from graders.answers import oracle
 from graders.checking import hidden_settings
-from graders.public.test_packing import (
-    check_mask,
-    check_pack,
-    check_positions,
-    check_targets,
-    pack_oracle,
-)
+from graders.public.test_packing import check_mask, check_pack, check_positions, check_targets
 
 documents = st.lists(st.lists(st.integers(1, 50256), max_size=9), min_size=1, max_size=8)
 
@@ -26,7 +21,7 @@ def test_pack_random(student, docs, seq_len):
 
 
 def doc_rows(docs, seq_len):
-    ids, doc_ids = pack_oracle(docs, seq_len, 0)
+    ids, doc_ids = oracle.pack(docs, seq_len, 0)
     return ids, doc_ids
 
 

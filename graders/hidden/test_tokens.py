@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graders.checking import expect_equal, hidden_settings
-from graders.oracles import gpt2
+from graders.gpt2 import gpt2
 from graders.public.test_tokens import SINGLE, check_decode, check_encode, check_merge, check_pieces
 
 # Text that exercises the pattern: letters and digits of several scripts, punctuation,

@@ -5,7 +5,8 @@ One assignment per lesson that has checks, ``source/SLUG/``:
     SLUG.ipynb              instructions (linking the lesson page), then one autograder cell
                             per check, carrying the manifest's points
     exercises/              the student's package (stubs and the provided modules)
-    graders/                the grading harness and this lesson's public graders
+    graders/                the grading harness and this lesson's public graders, with
+                            public/answers_SLUG.pt: the answers their checks expect
     course/lessons.toml     the manifest without its hidden checks
 
 A public check's cell is ``check("SLUG", "CHECK-ID")``; a hidden check's cell holds that call
@@ -14,7 +15,18 @@ release and restores from the gradebook at autograde (its grade id is an opaque
 ``cNNN-hidden``, so not even the check's name ships). Every cell is locked and its grade id
 starts with its position, which lets autograde rebuild the notebook from the gradebook.
 ``nbgrader generate_assignment`` then records the cells in the gradebook and writes
-``release/SLUG/``. Nothing of solutions/ or graders/hidden/ is ever copied.
+``release/SLUG/``.
+
+No solution code ships. Nothing of solutions/ or graders/hidden/ is ever copied, nor the two
+grader files that hold implementations of exercises: graders/oracles.py (the checks' answers,
+correct and mistaken) and graders/trusted.py (the trusted dependencies the worker plugs in).
+Instead, the public checks are run here on solutions/ while graders/answers.py records every
+answer they ask for (the reference must score full marks), and each lesson's answers ship as
+data, graders/public/answers_SLUG.pt, which the released checks replay. Without
+graders/trusted.py, a released worker grades a function with the submission's own versions of
+the functions it builds on (the notebook says so); instructor autograde runs the full grader
+tree from the instructor's repository (graders.instructor.autograde), so it grades live,
+public and hidden checks alike, with the trusted dependencies.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -35,8 +48,9 @@ from graders.manifest import ROOT, Lesson, Manifest, load_manifest, parse_manife
 from .course import PACKAGE, Course, api, write_config_file
 
 GRADERS = ROOT / "graders"
-# graders/*.py that the release leaves out: compare.py trains against solutions/.
-NOT_RELEASED = {"compare.py"}
+# graders/*.py that the release leaves out: compare.py trains against solutions/; oracles.py and
+# trusted.py hold implementations of exercises (their answers ship as recorded data instead).
+NOT_RELEASED = {"compare.py", "oracles.py", "trusted.py"}
 SETUP = """\
 # Run this cell first: it loads check(), which runs the course's graders on your code in
 # exercises/{module}.py (in a separate process) and prints the result of one check.
@@ -75,6 +89,19 @@ def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
     return cell
 
 
+def dependencies(lesson: Lesson) -> str:
+    """Which of the lesson's functions call which others of its module, in words ("" if none)."""
+    from graders.worker import DEPENDENCIES
+
+    parts = []
+    for function in lesson.functions:
+        names = DEPENDENCIES.get(f"{lesson.module}.{function}", ())
+        if names:
+            listed = " and ".join(f"`{name}`" for name in names)
+            parts.append(f"`{function}` uses {listed}")
+    return "; ".join(parts)
+
+
 def lesson_notebook(lesson: Lesson, base: str = "") -> Any:
     """The lesson's notebook: instructions, a setup cell and one autograder cell per check."""
     page = base + site_url(lesson.page)
@@ -101,6 +128,13 @@ This lesson has {len(public)} public check(s) worth {sum(c.points for c in publi
 here, and {len(hidden)} hidden check(s) worth {sum(c.points for c in hidden)} more that your
 instructor runs after you submit. Submit the whole folder; only
 `{PACKAGE}/{lesson.module}.py` is graded, and changes to this notebook are discarded."""
+    builds_on = dependencies(lesson)
+    if builds_on:
+        intro += f"""
+
+**Functions that build on others.** {builds_on}. Here, their checks run with your own versions
+of those functions, so a mistake (or a stub) there shows in both; when your instructor grades,
+reference versions are plugged in, so that every check grades its own function only."""
     cells = []
     index = iter(range(1000))
 
@@ -220,8 +254,38 @@ def released_grader_files(lesson: Lesson, graders: Path = GRADERS) -> dict[str, 
     return files
 
 
+def record_answers(lessons: list[Lesson], reference: Path | None = None) -> dict[str, dict]:
+    """The answers the lessons' public checks ask for, recorded while they grade the reference
+    solutions (graders/answers.py), per lesson; the reference must score full marks."""
+    import graders
+    from graders import answers
+
+    with tempfile.TemporaryDirectory(prefix="course-record-") as tmp:
+        with answers.recording() as recorded:
+            report = graders.grade(
+                reference or ROOT / "solutions",
+                lessons=[lesson.slug for lesson in lessons],
+                hidden=False,
+                json_path=Path(tmp) / "report.json",
+            )
+    failed = [
+        f"{entry['slug']}/{row['id']}: {row['detail']}"
+        for entry in report["lessons"]
+        for row in entry["checks"]
+        if not row["passed"]
+    ]
+    if failed:
+        raise ValueError(
+            "the reference solutions fail public checks, so their answers cannot be recorded: "
+            + "; ".join(failed[:5])
+        )
+    return {lesson.slug: recorded.get(lesson.slug, {}) for lesson in lessons}
+
+
 def build_source(course: Course, manifest: Manifest, lessons: list[str] | None = None) -> list[str]:
     """Write source/SLUG/ for the chosen lessons (default: every lesson with checks)."""
+    from graders import answers
+
     chosen = (
         [manifest.lesson(name) for name in lessons]
         if lessons
@@ -229,7 +293,6 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
     )
     base = site_base()
     manifest_text = public_manifest(manifest.path)
-    built = []
     for lesson in chosen:
         if not lesson.checks:
             raise ValueError(f"lesson {lesson.slug!r} has no checks in the manifest yet")
@@ -238,6 +301,9 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
                 f"lesson {lesson.slug!r} has no public graders "
                 f"(graders/public/test_{lesson.slug}.py)"
             )
+    recorded = record_answers(chosen)
+    built = []
+    for lesson in chosen:
         folder = course.source / lesson.slug
         if folder.exists():
             shutil.rmtree(folder)
@@ -246,6 +312,11 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
         for rel, path in released_grader_files(lesson).items():
             (folder / "graders" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / "graders" / rel)
+        answers.save(
+            recorded[lesson.slug],
+            folder / "graders" / "public" / f"answers_{lesson.slug}.pt",
+            lesson.slug,
+        )
         cell_side = folder / "graders" / "instructor" / "notebook.py"
         cell_side.write_text(
             cell_side.read_text(encoding="utf-8").replace(

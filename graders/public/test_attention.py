@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
-import torch.nn.functional as F
 
+from graders.answers import later, oracle
 from graders.checking import expect_close, randn
 
 
 def check_mask(student, T: int) -> None:
-    ones = torch.ones(T, T, dtype=torch.bool)
     expect_close(
         student.call("causal_mask", T),
-        torch.tril(ones),
+        oracle.causal_mask(T),
         f"causal_mask({T})",
         mistakes={
-            "inverted": ~torch.tril(ones),
-            "no-diagonal": torch.tril(ones, -1),
-            "upper": torch.triu(ones),
+            key: later.causal_mask(T, mistake=key) for key in ("inverted", "no-diagonal", "upper")
         },
     )
 
@@ -36,39 +31,20 @@ def test_causal_mask_bool(student):
     check_mask(student, 4)
 
 
-def naive(q, k, v, mask=None, *, scale=None, fill=-math.inf, dim=-1, invert=False, after=False):
-    """Attention written out, with the knobs of the classic mistakes."""
-    scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
-    if mask is not None and not after:
-        scores = scores.masked_fill(mask if invert else ~mask, fill)
-    weights = torch.softmax(scores, dim=dim)
-    if mask is not None and after:
-        weights = weights * mask
-    return weights @ v
-
-
-def oracle(q, k, v, mask=None):
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+MISTAKES = ("no-scale", "scale-by-d", "softmax-dim")
+MASK_MISTAKES = ("mask-ignored", "mask-inverted", "mask-zero", "mask-after-softmax")
 
 
 def check_attention(student, q, k, v, mask, what, **tolerance):
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    D = q.shape[-1]
+    expected = oracle.attention(q, k, v, mask)
     mistakes = {
-        "no-scale": naive(q, k, v, mask, scale=1.0),
-        "scale-by-d": naive(q, k, v, mask, scale=1 / D),
-        "softmax-dim": naive(q, k, v, mask, dim=-2),
+        key: later.attention(q, k, v, mask, mistake=key)
+        for key in MISTAKES + (MASK_MISTAKES if mask is not None else ())
     }
-    if mask is not None:
-        mistakes |= {
-            "mask-ignored": naive(q, k, v),
-            "mask-inverted": naive(q, k, v, mask, invert=True),
-            "mask-zero": naive(q, k, v, mask, fill=0.0),
-            "mask-after-softmax": naive(q, k, v, mask, after=True),
-        }
     expect_close(
         student.call("attention", *args),
-        oracle(q, k, v, mask),
+        expected,
         what,
         mistakes=mistakes,
         **tolerance,

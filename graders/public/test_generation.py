@@ -9,32 +9,24 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graders import worker
+from graders.answers import later, oracle, recorded
 from graders.checking import as_bool, as_list, as_tensor, diagnose, expect_close, fail, randn, same
 from graders.client import StudentError
-from graders.oracles import gpt2_state, ours_from_gpt2
+from graders.gpt2 import gpt2_state
 from graders.plugin import seeded
 
 # -- sample_next ----------------------------------------------------------------------------------
 
 
-def expected_sample(logits, temperature=1.0, top_k=None, seed=0) -> torch.Tensor:
-    return worker.sample_next(logits, temperature, top_k, torch.Generator().manual_seed(seed))
-
-
 def check_sample(
     student, logits, what, *, temperature=1.0, top_k=None, seed=0, mistakes: dict | None = None
 ) -> None:
-    result = student.call("sample_next", logits, temperature, top_k, seeded(seed))
-    expected = expected_sample(logits, temperature, top_k, seed)
+    expected = oracle.sample_next(logits, temperature, top_k, seed)
     answers = {"shape": expected.unsqueeze(-1)}
     for key, change in (mistakes or {}).items():
-        answers[key] = expected_sample(
-            **(
-                {"logits": logits, "temperature": temperature, "top_k": top_k, "seed": seed}
-                | change
-            )
-        )
+        args = {"logits": logits, "temperature": temperature, "top_k": top_k, "seed": seed}
+        answers[key] = later.sample_next(**(args | change))
+    result = student.call("sample_next", logits, temperature, top_k, seeded(seed))
     expect_close(result, expected, what, mistakes=answers)
 
 
@@ -43,12 +35,12 @@ def test_sample_greedy(student):
     logits = 2 * randn(1, 6, 9)
     expect_close(
         student.call("sample_next", logits, 0.0),
-        logits.argmax(dim=-1),
+        oracle.sample_next(logits, 0.0),
         "sample_next(logits [6, 9], temperature=0)",
     )
     expect_close(
         student.call("sample_next", logits, 0, 3),
-        logits.argmax(dim=-1),
+        oracle.sample_next(logits, 0.0, 3),
         "sample_next(logits [6, 9], temperature=0, top_k=3)",
     )
 
@@ -96,30 +88,7 @@ def test_sample_top_k_capped(student):
 # -- generate -------------------------------------------------------------------------------------
 
 
-def generate_oracle(
-    model,
-    ids,
-    max_new_tokens,
-    context_length,
-    temperature=1.0,
-    top_k=None,
-    generator=None,
-    *,
-    first: bool = False,
-    crop_start: bool = False,
-    only_new: bool = False,
-) -> torch.Tensor:
-    """The loop as the contract says; the flags give classic mistakes."""
-    start = ids
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            context = ids[:, :context_length] if crop_start else ids[:, -context_length:]
-            logits = model(context)[:, 0 if first else -1, :]
-            token = worker.sample_next(logits, temperature, top_k, generator)
-            ids = torch.cat([ids, token.unsqueeze(-1)], dim=-1)
-    return ids[:, start.shape[1] :] if only_new else ids
-
-
+@recorded
 def gen_config(model_seed: int, B: int, T: int, n: int, L: int, **options) -> dict:
     """A toy model, a prompt and generate's arguments (``seed`` seeds the generator)."""
     g = torch.Generator().manual_seed(model_seed)
@@ -143,18 +112,11 @@ def run_generate(student, config: dict, what: str) -> dict:
     return {"ids": ids, "records": records}
 
 
-def expected_generate(config: dict, **mistake: bool) -> torch.Tensor:
-    def fn(*args, **kwargs):
-        return generate_oracle(*args, **kwargs, **mistake)
-
-    return worker.scenario_generate(fn, **config)["ids"]
-
-
 def check_generate(student, config: dict, what: str, mistakes: tuple[str, ...] = ()) -> dict:
+    expected = oracle.generate(config)
+    answers = {key: later.generate(config, mistake=key) for key in mistakes}
     got = run_generate(student, config, what)
-    flags = {"first-position": "first", "cropped-start": "crop_start", "only-new": "only_new"}
-    answers = {key: expected_generate(config, **{flags[key]: True}) for key in mistakes}
-    expect_close(got["ids"], expected_generate(config), what, mistakes=answers)
+    expect_close(got["ids"], expected, what, mistakes=answers)
     return got
 
 
@@ -208,20 +170,15 @@ def load(student, hf: dict, what: str) -> dict:
     return as_state(student.call("load_gpt2_state_dict", hf), what)
 
 
+KEY_MISTAKES = ("drops-c-attn-bias", "keeps-buffers", "prefixes-lm-head", "no-prefix", "not-tied")
+
+
 def check_keys(got: dict, hf: dict, what: str) -> None:
-    expected = ours_from_gpt2(hf)
+    expected = oracle.load_gpt2_keys(hf)
+    answers = {key: later.load_gpt2_keys(hf, mistake=key) for key in KEY_MISTAKES}
     keys = sorted(got)
-    if keys == sorted(expected):
+    if keys == expected:
         return
-    answers = {
-        "drops-c-attn-bias": sorted(ours_from_gpt2(hf, drop_c_attn_bias=True)),
-        "keeps-buffers": sorted(ours_from_gpt2(hf, keep_buffers=True)),
-        "prefixes-lm-head": sorted(
-            k if k != "lm_head.weight" else "transformer.lm_head.weight" for k in expected
-        ),
-        "no-prefix": sorted(ours_from_gpt2(hf, add_prefix=False)),
-        "not-tied": sorted(ours_from_gpt2(hf, tie=False)),
-    }
     missing = sorted(set(expected) - set(keys))
     extra = sorted(set(keys) - set(expected))
     diagnose(
@@ -235,7 +192,11 @@ def check_keys(got: dict, hf: dict, what: str) -> None:
 
 
 def check_values(got: dict, hf: dict, what: str) -> None:
-    expected = ours_from_gpt2(hf)
+    expected = oracle.load_gpt2_state_dict(hf)
+    mistakes = {
+        key: later.load_gpt2_state_dict(hf, mistake=key)
+        for key in ("not-transposed", "transposes-all")
+    }
     shared = sorted(set(got) & set(expected))
     if not shared:
         fail(f"{what} has none of the expected keys")
@@ -243,11 +204,7 @@ def check_values(got: dict, hf: dict, what: str) -> None:
         return
     wrong = [k for k in shared if not same(got[k], expected[k], rtol=0, atol=0)]
     answers = {
-        key: {k: ours_from_gpt2(hf, **flags)[k] for k in shared}
-        for key, flags in (
-            ("not-transposed", {"transpose": False}),
-            ("transposes-all", {"transpose": False, "transpose_all": True}),
-        )
+        key: state.then(lambda d: {k: d[k] for k in shared}) for key, state in mistakes.items()
     }
     diagnose(
         {k: got[k] for k in shared},

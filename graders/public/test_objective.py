@@ -6,8 +6,8 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
+from graders.answers import later, oracle
 from graders.checking import as_float, expect_close, fail, randn
 from graders.client import StudentError
 
@@ -15,8 +15,11 @@ from graders.client import StudentError
 def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
     args = (logits, targets) if ignore_index is None else (logits, targets, ignore_index)
     index = -100 if ignore_index is None else ignore_index
-    expected = F.cross_entropy(logits, targets, ignore_index=index)
-    per_row = F.cross_entropy(logits, targets, ignore_index=index, reduction="none")
+    expected = oracle.cross_entropy(logits, targets, index)
+    mistakes = {
+        key: later.cross_entropy(logits, targets, index, mistake=key)
+        for key in ("mean-over-all", "sum", "negated")
+    }
     try:
         result = student.call("cross_entropy", *args)
     except StudentError as error:
@@ -25,17 +28,7 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
         ):
             fail(f"{what} raised {error.type_name}: {error.message}", "not-ignored")
         raise
-    expect_close(
-        result,
-        expected,
-        what,
-        mistakes={
-            "mean-over-all": per_row.sum() / len(targets),
-            "sum": per_row.sum(),
-            "negated": -expected,
-        },
-        **tolerance,
-    )
+    expect_close(result, expected, what, mistakes=mistakes, **tolerance)
 
 
 @pytest.mark.check("ce-matches-torch")
@@ -79,32 +72,16 @@ def test_ce_large_logits(student):
     check_ce(student, logits, targets, "cross_entropy(logits around 1e4)", rtol=1e-5, atol=1e-2)
 
 
-def lm_expected(logits, ids, ignore_index=-100, *, shift=True, backwards=False):
-    V = logits.shape[-1]
-    if not shift:
-        return F.cross_entropy(logits.reshape(-1, V), ids.reshape(-1), ignore_index=ignore_index)
-    if backwards:
-        return F.cross_entropy(
-            logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1), ignore_index=ignore_index
-        )
-    return F.cross_entropy(
-        logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1), ignore_index=ignore_index
-    )
-
-
 def check_lm_loss(student, logits, ids, what, ignore_index=None):
     args = (logits, ids) if ignore_index is None else (logits, ids, ignore_index)
     index = -100 if ignore_index is None else ignore_index
+    expected = oracle.lm_loss(logits, ids, index)
+    mistakes = {
+        key: later.lm_loss(logits, ids, index, mistake=key)
+        for key in ("not-shifted", "shifted-backwards")
+    }
     expect_close(
-        student.call("lm_loss", *args),
-        lm_expected(logits, ids, index),
-        what,
-        mistakes={
-            "not-shifted": lm_expected(logits, ids, index, shift=False),
-            "shifted-backwards": lm_expected(logits, ids, index, backwards=True),
-        },
-        rtol=1e-4,
-        atol=1e-5,
+        student.call("lm_loss", *args), expected, what, mistakes=mistakes, rtol=1e-4, atol=1e-5
     )
 
 
@@ -127,14 +104,15 @@ def test_lm_loss_ignore_index(student):
 
 
 def check_perplexity(student, loss, what):
-    value = float(loss)
+    expected = oracle.perplexity(loss)
+    base_two = later.perplexity(loss, mistake="base-two")
     result = student.call("perplexity", loss)
     got = as_float(result, what, allow_int=False)
-    if math.isclose(got, math.exp(value), rel_tol=1e-9):
+    if math.isclose(got, expected, rel_tol=1e-9):
         return
-    if math.isclose(got, 2**value, rel_tol=1e-9):
-        fail(f"{what} returned {got!r}, expected {math.exp(value)!r}", "base-two")
-    fail(f"{what} returned {got!r}, expected {math.exp(value)!r}")
+    if math.isclose(got, base_two.get(), rel_tol=1e-9):
+        fail(f"{what} returned {got!r}, expected {expected!r}", "base-two")
+    fail(f"{what} returned {got!r}, expected {expected!r}")
 
 
 @pytest.mark.check("perplexity-exp")
@@ -153,9 +131,11 @@ def check_pad(student, targets, pad_id, what, ignore_index=None):
     index = -100 if ignore_index is None else ignore_index
     expect_close(
         student.call("pad_targets", *args),
-        torch.where(targets == pad_id, index, targets),
+        oracle.pad_targets(targets, pad_id, index),
         what,
-        mistakes={"zero-not-pad": torch.where(targets == 0, index, targets)},
+        mistakes={
+            "zero-not-pad": later.pad_targets(targets, pad_id, index, mistake="zero-not-pad")
+        },
     )
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-import regex
 
+from graders.answers import later, oracle
 from graders.checking import as_int, as_list, as_str, expect_equal, fail
 from graders.client import StudentError
-from graders.oracles import EOT_ID, bpe_oracle, gpt2, sub_ranks
-from graders.worker import GPT2_PATTERN
+from graders.gpt2 import EOT_ID, gpt2_sub_ranks
 
 TEXTS = [
     "The Time Traveller (for so it will be convenient to speak of him)",
@@ -17,22 +16,13 @@ TEXTS = [
 ]
 
 
-def pieces_mistakes(text: str) -> dict[str, list[str]]:
-    """Answers that classic mistakes give for ``text``."""
-    return {
-        "lost-text": text.split(),
-        "space-apart": regex.findall(r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", text),
-        "contractions": regex.findall(GPT2_PATTERN.replace(r"'(?:[sdmt]|ll|ve|re)|", ""), text),
-        "trailing-space": regex.findall(GPT2_PATTERN.replace(r"|\s+(?!\S)", ""), text),
-    }
-
-
 def check_pieces(student, text: str, what: str) -> None:
+    expected = oracle.split_pieces(text)
+    mistakes = later.split_pieces_mistakes(text)
     result = as_list(student.call("split_pieces", text), what, as_str)
-    expected = regex.findall(GPT2_PATTERN, text)
     if result != expected and "".join(result) != text:
         fail(f"{what}: the pieces join to {''.join(result)!r}, not to the text", "lost-text")
-    expect_equal(result, expected, what, mistakes=pieces_mistakes(text))
+    expect_equal(result, expected, what, mistakes=mistakes.get() if result != expected else None)
 
 
 @pytest.mark.check("split-pieces-gpt2")
@@ -52,51 +42,15 @@ def check_merge(
     piece: bytes,
     ranks: dict[bytes, int],
     what: str,
-    mistakes: dict[str, list[int]] | None = None,
+    mistakes: tuple[str, ...] = (),
 ) -> None:
+    expected = oracle.bpe_merge(piece, ranks)
+    answers = {key: later.bpe_merge(piece, ranks, mistake=key) for key in mistakes}
     result = student.call("bpe_merge", piece, ranks)
     if isinstance(result, list) and result and all(isinstance(r, bytes) for r in result):
         fail(f"{what} returned bytes {result!r}", "returns-parts")
     as_list(result, what, as_int)
-    expect_equal(result, bpe_oracle(piece, ranks), what, mistakes=mistakes)
-
-
-def merge_first_pair(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
-    """The mistake: merge the leftmost mergeable pair each round (not the lowest rank)."""
-    parts = [bytes([b]) for b in piece]
-    while True:
-        for i in range(len(parts) - 1):
-            if parts[i] + parts[i + 1] in ranks:
-                parts[i : i + 2] = [parts[i] + parts[i + 1]]
-                break
-        else:
-            return [ranks[p] for p in parts]
-
-
-def merge_one_pass(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
-    """The mistake: one left-to-right sweep of merges, never looking again."""
-    parts = [bytes([b]) for b in piece]
-    i = 0
-    while i < len(parts) - 1:
-        if parts[i] + parts[i + 1] in ranks:
-            parts[i : i + 2] = [parts[i] + parts[i + 1]]
-        i += 1
-    return [ranks[p] for p in parts]
-
-
-def merge_rightmost_tie(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
-    """The mistake: among equal ranks, merge the rightmost pair."""
-    parts = [bytes([b]) for b in piece]
-    while True:
-        best = None
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1])
-            if rank is not None and (best is None or rank <= best[0]):
-                best = (rank, i)
-        if best is None:
-            return [ranks[p] for p in parts]
-        i = best[1]
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+    expect_equal(result, expected, what, mistakes=answers)
 
 
 SINGLE = {bytes([b]): b for b in range(256)}
@@ -118,16 +72,16 @@ def test_bpe_merge_toy(student):
 
 
 def check_merges(
-    student, pieces: list[bytes], ranks: dict[bytes, int], what: str, mistakes: dict[str, object]
+    student, pieces: list[bytes], ranks: dict[bytes, int], what: str, mistakes: tuple[str, ...]
 ) -> None:
     """All ``pieces`` first, then one diagnosis over all their answers: a mistake shows in
     the whole pattern of answers (two mistakes may agree on one piece)."""
+    expected = oracle.bpe_merges(pieces, ranks)
+    answers = {key: later.bpe_merges(pieces, ranks, mistake=key) for key in mistakes}
     results = []
     for piece in pieces:
         result = student.call("bpe_merge", piece, ranks)
         results.append(as_list(result, f"bpe_merge({piece!r}, ...)", as_int))
-    expected = [bpe_oracle(piece, ranks) for piece in pieces]
-    answers = {key: [wrong(piece, ranks) for piece in pieces] for key, wrong in mistakes.items()}
     expect_equal(results, expected, f"{what}: for pieces {pieces}, bpe_merge", mistakes=answers)
 
 
@@ -140,7 +94,7 @@ def test_bpe_merge_lowest_rank(student):
         [b"abc", b"abcd", b"xabcdx"],
         ranks,
         "ranks with bc < cd < ab",
-        {"first-pair": merge_first_pair, "one-pass": merge_one_pass},
+        ("first-pair", "one-pass"),
     )
 
 
@@ -153,25 +107,23 @@ def test_bpe_merge_tie_leftmost(student):
             piece,
             ranks,
             f"bpe_merge({piece!r}, ranks with aa, aaa)",
-            mistakes={"rightmost-tie": merge_rightmost_tie(piece, ranks)},
+            mistakes=("rightmost-tie",),
         )
 
 
 @pytest.mark.check("bpe-merge-gpt2")
 def test_bpe_merge_gpt2(student):
-    ranks = gpt2()._mergeable_ranks
     for piece in (" Traveller", " convenient", "ization", " 2024", "!!!!!!"):
         data = piece.encode("utf-8")
-        check_merge(student, data, sub_ranks(data, ranks), f"bpe_merge({data!r}, GPT-2's ranks)")
+        check_merge(student, data, gpt2_sub_ranks(data), f"bpe_merge({data!r}, GPT-2's ranks)")
 
 
 def check_encode(student, text: str, what: str) -> None:
+    expected = oracle.encode(text)
+    whole = later.encode(text, mistake="no-split")
     result = as_list(student.call("encode", text), what, as_int)
-    enc = gpt2()
-    expected = enc.encode_ordinary(text)
     if result != expected and EOT_ID in result and "<|endoftext|>" in text:
         fail(f"{what} contains id {EOT_ID}", "special-token")
-    whole = list(enc._encode_single_piece(text.encode("utf-8"))) if text else []
     expect_equal(result, expected, what, mistakes={"no-split": whole} if text else None)
 
 
@@ -184,10 +136,11 @@ def test_encode_matches_tiktoken(student, text):
 @pytest.mark.check("encode-endoftext-plain")
 def test_encode_endoftext_plain(student):
     text = "The end.<|endoftext|>A new story"
+    expected = oracle.encode(text)
     result = as_list(student.call("encode", text), f"encode({text!r})", as_int)
     if EOT_ID in result:
         fail(f"encode({text!r}) contains id {EOT_ID}")
-    expect_equal(result, gpt2().encode_ordinary(text), f"encode({text!r})")
+    expect_equal(result, expected, f"encode({text!r})")
 
 
 @pytest.mark.check("encode-unicode")
@@ -196,27 +149,26 @@ def test_encode_unicode(student):
 
 
 def check_decode(student, ids: list[int], what: str) -> None:
-    enc = gpt2()
+    expected = oracle.decode(ids)
+    per_token = later.decode(ids, mistake="per-token")
     try:
         result = as_str(student.call("decode", ids), what)
     except StudentError as error:
         if error.is_a("UnicodeDecodeError"):
             fail(f"{what} raised UnicodeDecodeError: {error.message}")
         raise
-    per_token = "".join(enc.decode([i]) for i in ids)
-    expect_equal(result, enc.decode(ids), what, mistakes={"per-token": per_token})
+    expect_equal(result, expected, what, mistakes={"per-token": per_token})
 
 
 @pytest.mark.check("decode-matches-tiktoken")
 def test_decode_matches_tiktoken(student):
-    enc = gpt2()
     for text in (*TEXTS, "Déjà vu 🦖 東京"):
-        check_decode(student, enc.encode_ordinary(text), f"decode(encode({text[:20]!r}...))")
+        check_decode(student, oracle.encode(text), f"decode(encode({text[:20]!r}...))")
 
 
 @pytest.mark.check("decode-partial-utf8")
 def test_decode_partial_utf8(student):
-    ids = gpt2().encode_ordinary("🦖 dinosaur")
+    ids = oracle.encode("🦖 dinosaur")
     check_decode(student, ids[:1], f"decode({ids[:1]}) (half an emoji)")
     check_decode(student, ids[1:], f"decode({ids[1:]}) (the other half and more)")
 

@@ -1,66 +1,34 @@
 """Lesson 7, The training loop: public checks.
 
 train_step, evaluate and fit run in the worker on a tiny model (graders.worker.ToyLM) built
-from a seed; the checker runs the same scenario with trusted implementations (and with the
+from a seed; the oracles run the same scenario with trusted implementations (and with the
 classic mistakes) to know the right answer and to recognise wrong ones.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
 import torch._dynamo  # noqa: F401 - optimizers import it on first use; load it while collecting
 
-from graders import worker
+from graders.answers import later, oracle, recorded
 from graders.checking import as_bool, as_float, as_list, as_tensor, diagnose, fail, same
 from graders.client import StudentError
 
 # -- lr_at --------------------------------------------------------------------------------------
 
 
-def lr_oracle(
-    step: int,
-    *,
-    max_lr: float,
-    min_lr: float,
-    warmup_steps: int,
-    max_steps: int,
-    zero_start: bool = False,
-    to_zero: bool = False,
-    no_offset: bool = False,
-    cycle: bool = False,
-) -> float:
-    """The contract's schedule, written out; the flags give classic mistakes."""
-    floor = 0.0 if to_zero else min_lr
-    if step < warmup_steps:
-        return max_lr * (step if zero_start else step + 1) / warmup_steps
-    if step > max_steps and not cycle:
-        return min_lr
-    progress = step / max_steps if no_offset else (step - warmup_steps) / (max_steps - warmup_steps)
-    return floor + 0.5 * (max_lr - floor) * (1 + math.cos(math.pi * progress))
-
-
 def check_schedule(
     student, steps: list[int], what: str, mistakes: tuple[str, ...] = (), **config: Any
 ) -> None:
+    expected = oracle.lr_at(steps, **config)
+    answers = {key: later.lr_at(steps, mistake=key, **config) for key in mistakes}
     got = [as_float(student.call("lr_at", s, **config), f"lr_at({s}, ...)") for s in steps]
-    expected = [lr_oracle(s, **config) for s in steps]
     if same(got, expected, rtol=1e-9, atol=1e-12):
         return
-    flags = {
-        "starts-at-zero": "zero_start",
-        "ignores-min": "to_zero",
-        "no-warmup-offset": "no_offset",
-        "keeps-cycling": "cycle",
-    }
-    answers = {
-        key: [lr_oracle(s, **config, **{flags[key]: True}) for s in steps] for key in mistakes
-    }
     diagnose(
         got,
         answers,
@@ -121,6 +89,7 @@ def test_lr_validates(student, warmup, max_steps):
 TOY = {"vocab": 11, "dim": 8, "context_length": 16}
 
 
+@recorded
 def batch(seed: int, B: int = 2, T: int = 5, vocab: int = 11, ignore: float = 0.0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(0, vocab, (B, T), generator=g)
@@ -158,22 +127,6 @@ def step_config(
     }
 
 
-def zero_each_batch(model, micro_batches, optimizer, max_grad_norm=1.0):
-    """The mistake: zeroing the gradients inside the loop keeps only the last micro-batch."""
-    model.train()
-    for x, y in micro_batches:
-        optimizer.zero_grad()
-        (worker.next_token_loss(model, x, y) / len(micro_batches)).backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-    optimizer.step()
-    optimizer.zero_grad()
-    return 0.0
-
-
-def no_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-    return 0.0
-
-
 def run_step(student, config: dict) -> dict:
     got = student.scenario("train_step", **config)
     steps = len(config["steps"])
@@ -185,15 +138,11 @@ def run_step(student, config: dict) -> dict:
     }
 
 
-def expected_step(config: dict, fn: Callable = worker.train_step) -> dict:
-    return worker.scenario_train_step(fn, **config)
-
-
-def check_params(got: dict, config: dict, what: str, mistakes: dict[str, Callable]) -> None:
-    expected = expected_step(config)["params"]
+def check_params(got: dict, config: dict, what: str, mistakes: tuple[str, ...]) -> None:
+    expected = oracle.train_step_params(config)
+    answers = {key: later.train_step_params(config, mistake=key) for key in mistakes}
     if same(got["params"], expected, rtol=1e-4, atol=1e-6):
         return
-    answers = {key: expected_step(config, fn)["params"] for key, fn in mistakes.items()}
     diagnose(
         got["params"],
         answers,
@@ -203,11 +152,7 @@ def check_params(got: dict, config: dict, what: str, mistakes: dict[str, Callabl
     )
 
 
-STEP_MISTAKES = {
-    "unscaled": functools.partial(worker.train_step, scale=False),
-    "last-batch-only": zero_each_batch,
-    "no-step": no_step,
-}
+STEP_MISTAKES = ("unscaled", "last-batch-only", "no-step")
 
 
 @pytest.mark.check("train-step-update")
@@ -228,7 +173,7 @@ def test_train_step_clips(student):
         run_step(student, config),
         config,
         "train_step(toy model, 2 micro-batches, max_grad_norm=0.05)",
-        {"no-clip": functools.partial(worker.train_step, clip=False)} | STEP_MISTAKES,
+        ("no-clip", *STEP_MISTAKES),
     )
 
 
@@ -242,21 +187,12 @@ def test_train_step_zeroes_grads(student):
     check_params(got, config, "two train_steps in a row", STEP_MISTAKES)
 
 
-def micro_losses(config: dict) -> list[float]:
-    model = worker.ToyLM(**config["model"])
-    with torch.no_grad():
-        return [
-            worker.next_token_loss(model, x, y).item()
-            for x, y in config["steps"][0]["micro_batches"]
-        ]
-
-
 @pytest.mark.check("train-step-returns-mean")
 def test_train_step_returns_mean(student):
     config = step_config(4, 3)
+    losses = oracle.micro_losses(config)
     got = run_step(student, config)
     loss = as_float(got["losses"][0], "the loss train_step returned", allow_int=False)
-    losses = micro_losses(config)
     mean = sum(losses) / len(losses)
     if math.isclose(loss, mean, rel_tol=1e-5):
         return
@@ -298,28 +234,21 @@ def eval_config(seed: int, n: int, *, start_training: bool = True, one_shot: boo
     }
 
 
-def token_weighted(config: dict) -> float:
-    model = worker.ToyLM(**config["model"])
-    with torch.no_grad():
-        logits = [model(x).flatten(0, 1) for x, _ in config["batches"]]
-        targets = [y.flatten() for _, y in config["batches"]]
-        return torch.nn.functional.cross_entropy(torch.cat(logits), torch.cat(targets)).item()
-
-
 def run_evaluate(student, config: dict) -> dict:
     got = student.scenario("evaluate", **config)
     return got
 
 
 def check_eval_loss(student, config: dict, what: str) -> dict:
+    expected = oracle.evaluate(config)
+    weighted = later.evaluate(config, mistake="token-weighted")
     got = run_evaluate(student, config)
     loss = as_float(got["loss"], f"the loss {what} returned", allow_int=False)
-    expected = worker.scenario_evaluate(worker.evaluate, **config)["loss"]
     if not math.isclose(loss, expected, rel_tol=1e-5):
         n = len(config["batches"])
         diagnose(
             loss,
-            {"token-weighted": token_weighted(config), "sum": expected * n},
+            {"token-weighted": weighted, "sum": expected * n},
             rtol=1e-5,
             detail=f"{what} returned {loss:.6g}, expected {expected:.6g}",
         )
@@ -359,66 +288,6 @@ def test_evaluate_restores_mode(student, start_training):
 # -- fit ------------------------------------------------------------------------------------------
 
 
-def fit_oracle(
-    model,
-    optimizer,
-    train_batches,
-    *,
-    steps,
-    grad_accum,
-    lr_schedule,
-    eval_batches=None,
-    eval_every=None,
-    restart: bool = False,
-    lr_after: bool = False,
-    lr_never: bool = False,
-    eval_from_zero: bool = False,
-    final_eval: bool = True,
-    replay: bool = False,
-    one_batch: bool = False,
-) -> list[dict]:
-    """The loop as the contract says; the flags give classic mistakes."""
-    import itertools
-
-    def forever():
-        if replay:
-            yield from itertools.cycle(train_batches)
-        while True:
-            empty = True
-            for b in train_batches:  # a fresh iter() per pass
-                empty = False
-                yield b
-            if empty:
-                return
-
-    def set_lr(lr):
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-
-    batches = forever()
-    history = []
-    for step in range(steps):
-        lr = lr_schedule(step)
-        if not (lr_after or lr_never):
-            set_lr(lr)
-        if restart:
-            batches = forever()
-        micro = [next(batches) for _ in range(1 if one_batch else grad_accum)]
-        record = {"step": step, "lr": lr, "loss": worker.train_step(model, micro, optimizer)}
-        if lr_after:
-            set_lr(lr)
-        if eval_every is None:
-            due = False
-        elif eval_from_zero:
-            due = step % eval_every == 0
-        else:
-            due = (step + 1) % eval_every == 0
-        if eval_batches is not None and (due or (final_eval and step == steps - 1)):
-            record["eval_loss"] = worker.evaluate(model, eval_batches)
-        history.append(record)
-    return history
-
-
 def fit_config(
     seed: int,
     *,
@@ -448,10 +317,6 @@ def fit_config(
     }
 
 
-def expected_fit(config: dict, **mistake: bool) -> dict:
-    return worker.scenario_fit(functools.partial(fit_oracle, **mistake), **config)
-
-
 def run_fit(student, config: dict, what: str) -> dict:
     try:
         got = student.scenario("fit", **config)
@@ -476,26 +341,16 @@ def run_fit(student, config: dict, what: str) -> dict:
     return {"history": history, "step_lrs": got["step_lrs"], "params": got["params"]}
 
 
-FIT_MISTAKES = {
-    "restarts-each-step": {"restart": True},
-    "ignores-accum": {"one_batch": True},
-    "lr-after-step": {"lr_after": True},
-    "lr-not-set": {"lr_never": True},
-    "eval-off-by-one": {"eval_from_zero": True},
-    "no-final-eval": {"final_eval": False},
-    "cycle-replays": {"replay": True},
-}
-
-
 def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, ...]) -> None:
     """Compare one ``part`` of the run: "history", "step_lrs" or "params"."""
+    expected = oracle.fit(config)
+    runs = {key: later.fit(config, mistake=key) for key in mistakes}
     got = run_fit(student, config, what)
-    expected = expected_fit(config)
     if same(got[part], expected[part], rtol=1e-5, atol=1e-7) and same(
         got["params"], expected["params"], rtol=1e-4, atol=1e-6
     ):
         return
-    answers = {key: expected_fit(config, **FIT_MISTAKES[key])[part] for key in mistakes}
+    answers = {key: run.then(lambda r: r[part]) for key, run in runs.items()}
     if part == "history":
         shown = [
             {k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}
@@ -513,7 +368,7 @@ def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, 
         diagnose(got[part], answers, rtol=1e-5, atol=1e-7, detail=detail)
     diagnose(
         got["params"],
-        {k: expected_fit(config, **FIT_MISTAKES[k])["params"] for k in mistakes},
+        {key: run.then(lambda r: r["params"]) for key, run in runs.items()},
         rtol=1e-4,
         atol=1e-6,
         detail=f"{what}: the parameters after training are not the expected ones",
@@ -542,21 +397,22 @@ def test_fit_sets_lr(student):
     )
 
 
+def _evaluated(run: dict) -> list:
+    """The steps after which a run evaluated."""
+    return [r["step"] for r in run["history"] if "eval_loss" in r]
+
+
 @pytest.mark.check("fit-evaluates")
 def test_fit_evaluates(student):
     config = fit_config(3, steps=5, eval_every=2, with_eval=True)
+    expected = _evaluated(oracle.fit(config))
+    answers = {
+        key: later.fit(config, mistake=key).then(_evaluated)
+        for key in ("eval-off-by-one", "no-final-eval")
+    }
     got = run_fit(student, config, "fit(steps=5, eval_every=2)")
-    evaluated = [r["step"] for r in got["history"] if "eval_loss" in r]
-    expected = [r["step"] for r in expected_fit(config)["history"] if "eval_loss" in r]
+    evaluated = _evaluated(got)
     if evaluated != expected:
-        answers = {
-            key: [
-                r["step"]
-                for r in expected_fit(config, **FIT_MISTAKES[key])["history"]
-                if "eval_loss" in r
-            ]
-            for key in ("eval-off-by-one", "no-final-eval")
-        }
         diagnose(
             evaluated,
             answers,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils.data import DataLoader
 
-from graders import worker
+from graders.answers import later, oracle
 from graders.checking import (
     as_bool,
     as_int,
@@ -21,20 +20,15 @@ from graders.checking import (
 
 
 def check_shift(student, ids: torch.Tensor, what: str) -> None:
+    expected = oracle.shift(ids)
+    mistakes = later.shift_mistakes(ids)
     result = as_pair(student.call("shift", ids), what)
     x, y = (as_tensor(v, f"{what}[{i}]") for i, v in enumerate(result))
-    expected = (ids[..., :-1], ids[..., 1:])
     if same((x, y), expected, rtol=0, atol=0):
         if x.dtype != ids.dtype or y.dtype != ids.dtype:
             fail(f"{what} changed the dtype to {x.dtype}")
         return
-    mistakes = {
-        "not-shifted": [(ids, ids), (ids[..., :-1], ids[..., :-1]), (ids[..., 1:], ids[..., 1:])],
-        "swapped": [(ids[..., 1:], ids[..., :-1])],
-        "first-dim": [(ids[:-1], ids[1:])],
-        "by-two": [(ids[..., :-2], ids[..., 2:])],
-    }
-    for key, answers in mistakes.items():
+    for key, answers in mistakes.get().items():
         if any(same((x, y), answer, rtol=0, atol=0) for answer in answers):
             fail(f"{what} gave inputs {x.tolist()} and targets {y.tolist()}", key)
     fail(
@@ -55,18 +49,15 @@ def test_shift_any_shape(student):
     check_shift(student, torch.tensor([1, 2]), "shift(tensor([1, 2]))")
 
 
-def starts_mistakes(n: int, c: int, s: int) -> dict[str, list[int]]:
-    return {
-        "no-target-room": list(range(0, max(n - c + 1, 0), s)),
-        "misses-last": list(range(0, max(n - c - 1, 0), s)),
-        "ignores-stride": list(range(0, max(n - c, 0), c)),
-    }
-
-
 def check_starts(student, n: int, c: int, s: int) -> None:
     what = f"window_starts({n}, {c}, {s})"
+    expected = oracle.window_starts(n, c, s)
+    mistakes = {
+        key: later.window_starts(n, c, s, mistake=key)
+        for key in ("no-target-room", "misses-last", "ignores-stride")
+    }
     result = as_list(student.call("window_starts", n, c, s), what, as_int)
-    expect_equal(result, worker.window_starts(n, c, s), what, mistakes=starts_mistakes(n, c, s))
+    expect_equal(result, expected, what, mistakes=mistakes)
 
 
 @pytest.mark.check("window-starts-examples")
@@ -82,8 +73,9 @@ def test_window_starts_short(student, args):
 
 
 def check_windows(student, ids, context_length: int, stride: int, what: str) -> None:
+    expected = oracle.token_windows(ids, context_length, stride)
+    starts = later.window_starts(len(torch.as_tensor(ids)), context_length, stride)
     got = student.scenario("token_windows", ids=ids, context_length=context_length, stride=stride)
-    expected = worker.scenario_token_windows(worker.TokenWindows, ids, context_length, stride)
     if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
         fail(f"{what} is not a torch.utils.data.Dataset")
     n = as_int(got["len"], f"len({what})")
@@ -95,7 +87,7 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
         y = as_tensor(item[1], f"{what}[{i}][1]", kind="int")
         if same((x, y), want, rtol=0, atol=0):
             continue
-        start = worker.window_starts(len(torch.as_tensor(ids)), context_length, stride)[i]
+        start = starts.get()[i]
         window = torch.as_tensor(ids)[start : start + context_length + 1]
         if same(x, want[0]) and same(y, want[0]):
             key = "y-not-shifted"
@@ -130,48 +122,27 @@ def test_token_windows_list_ids(student):
     check_windows(student, ids, 3, 2, f"TokenWindows({ids}, 3, 2)")
 
 
-def expected_loader(ids, batch_size, context_length, stride, epochs=1, **options) -> list:
-    return worker.scenario_make_loader(
-        worker_make_loader, ids, batch_size, context_length, stride, epochs=epochs, **options
-    )["epochs"]
-
-
-def worker_make_loader(
-    ids, batch_size, context_length, stride, shuffle=True, drop_last=True, seed=None
-) -> DataLoader:
-    """The oracle: PyTorch's DataLoader over the trusted windows."""
-    generator = None if seed is None else torch.Generator().manual_seed(seed)
-    return DataLoader(
-        worker.TokenWindows(ids, context_length, stride),
-        batch_size=batch_size,
-        shuffle=shuffle,
-        drop_last=drop_last,
-        generator=generator,
-    )
-
-
 def check_loader(student, what: str, mistakes: dict | None = None, **config) -> None:
+    expected = oracle.make_loader(**config)
+    answers = {
+        key: later.make_loader(**(config | change)) for key, change in (mistakes or {}).items()
+    }
     got = student.scenario("make_loader", **config)
     if not as_bool(got.get("is_loader") if isinstance(got, dict) else None, "is a DataLoader"):
         fail(f"{what} did not return a torch.utils.data.DataLoader")
     epochs = as_list(got["epochs"], what, lambda v, w: as_list(v, w, as_pair))
-    expected = expected_loader(**config)
     for epoch, (batches, want) in enumerate(zip(epochs, expected, strict=True)):
         if same(batches, want, rtol=0, atol=0):
             continue
         for i, batch in enumerate(batches):
             for part in batch:
                 as_tensor(part, f"{what}: batch {i}", kind="int")
-        answers = {
-            key: expected_loader(**(config | change))[epoch]
-            for key, change in (mistakes or {}).items()
-        }
         shapes = [list(b[0].shape) for b in batches]
         if config.get("shuffle") is False and _windows(batches) == _windows(want):
             fail(f"{what}: the right windows, in another order", "shuffle-ignored")
         diagnose(
             batches,
-            answers,
+            {key: answer.then(lambda e, n=epoch: e[n]) for key, answer in answers.items()},
             rtol=0,
             atol=0,
             detail=f"{what}: epoch {epoch + 1} gave {len(batches)} batches of shapes "

@@ -1,6 +1,7 @@
 """MkDocs hook: the course's own machinery, driven by two data files.
 
-``course/lessons.toml`` (the lesson manifest) gives, for every chapter page:
+``course/lessons.toml`` (the lesson manifest, read through its one loader,
+``graders.manifest``) gives, for every chapter page:
 
 - a header line under the H1: "Part N of 8 · about X min read · level";
 - the exercise box that replaces the chapter's ``<!-- exercise-box -->`` line: the stub
@@ -35,13 +36,16 @@ import os
 import re
 import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
+
+if TYPE_CHECKING:
+    from graders.manifest import Lesson
 
 log = logging.getLogger("mkdocs.hooks.course")
 
@@ -62,30 +66,6 @@ def instructor_build() -> bool:
 
 
 @dataclass
-class Lesson:
-    number: int
-    slug: str
-    title: str
-    page: str
-    module: str
-    level: str
-    functions: list[str]
-    sections: dict[str, str]
-    checks: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def points(self) -> int | float | None:
-        """Total points of the lesson's checks, or None while the graders add none."""
-        if not self.checks:
-            return None
-        return sum(check.get("points", 0) for check in self.checks)
-
-    def function_points(self, function: str) -> int | float | None:
-        points = [c.get("points", 0) for c in self.checks if c.get("function") == function]
-        return sum(points) if points else None
-
-
-@dataclass
 class Entry:
     term: str
     definition: str
@@ -101,31 +81,16 @@ def slugify(text: str) -> str:
 
 
 def load_lessons(path: Path) -> list[Lesson]:
+    """The manifest's lessons in number order, through graders.manifest (the one loader).
+
+    The repository root must be on sys.path (on_config puts it there first)."""
+    from graders.manifest import ManifestError, load_manifest
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise PluginError(f"course hook: cannot read the lesson manifest {path}: {error}") from None
-    lessons = []
-    for raw in data.get("lesson", []):
-        try:
-            lesson = Lesson(
-                number=int(raw["number"]),
-                slug=raw["slug"],
-                title=raw["title"],
-                page=raw["page"],
-                module=raw["module"],
-                level=raw.get("level", ""),
-                functions=list(raw.get("functions", [])),
-                sections=dict(raw.get("sections", {})),
-                checks=list(raw.get("check", [])),
-            )
-        except KeyError as error:
-            raise PluginError(f"course hook: a lesson in {path} lacks {error}: {raw}") from None
-        lessons.append(lesson)
-    lessons.sort(key=lambda lesson: lesson.number)
-    if not lessons:
-        raise PluginError(f"course hook: {path} defines no [[lesson]]")
-    return lessons
+        manifest = load_manifest(path)
+    except ManifestError as error:
+        raise PluginError(f"course hook: {error}") from None
+    return sorted(manifest.lessons, key=lambda lesson: lesson.number)
 
 
 def load_glossary(path: Path) -> list[Entry]:
@@ -274,14 +239,11 @@ def exercise_box(lesson: Lesson, markdown: str) -> str:
         "",
     ]
     for function in lesson.functions:
-        section = lesson.sections.get(function)
-        where = f" — {titles[section]}" if section and section in titles else ""
-        points = lesson.function_points(function)
-        worth = f" ({_format_points(points)})" if points is not None else ""
-        if section:
-            lines.append(f"    - [`{function}`](#{section}){where}{worth}")
-        else:
-            lines.append(f"    - `{function}`{worth}")
+        section = lesson.sections[function]  # the manifest requires one per function
+        where = f" — {titles[section]}" if section in titles else ""
+        points = lesson.function_points(function)  # 0 while the function has no checks
+        worth = f" ({_format_points(points)})" if points else ""
+        lines.append(f"    - [`{function}`](#{section}){where}{worth}")
     lines += [
         "",
         "    Check your work (the report gives a hint and a link for every failed check):",
@@ -291,14 +253,16 @@ def exercise_box(lesson: Lesson, markdown: str) -> str:
         "    ```",
         "",
     ]
-    if lesson.points is None:
+    if not lesson.checks:
         lines.append("    **Points:** to be announced.")
     else:
-        hidden = sum(1 for check in lesson.checks if check.get("hidden"))
+        hidden = sum(1 for check in lesson.checks if check.hidden)
         detail = f"{len(lesson.checks)} checks"
         if hidden:
             detail += f", {hidden} of them hidden until grading"
-        lines.append(f"    **Points:** {_format_points(lesson.points)} ({detail}).")
+        lines.append(
+            f"    **Points:** {_format_points(lesson.max_points(hidden=True))} ({detail})."
+        )
     if STATE.instructor:
         target = get_relative_url(f"{REFERENCE_DIR}/{lesson.module}.md", lesson.page)
         lines += [
@@ -316,7 +280,9 @@ def learning_path() -> str:
         minutes = f" · about {reading_minutes(source)} min" if source else ""
         functions = ", ".join(f"`{name}`" for name in lesson.functions)
         points = (
-            "points to be announced" if lesson.points is None else _format_points(lesson.points)
+            _format_points(lesson.max_points(hidden=True))
+            if lesson.checks
+            else "points to be announced"
         )
         cards += [
             f"-   __Part {lesson.number}__ · {lesson.level}{minutes}",
@@ -394,6 +360,11 @@ def on_config(config, **kwargs):
     STATE = State()
     STATE.root = Path(config.config_file_path).resolve().parent
     STATE.docs_dir = Path(config.docs_dir)
+    # The repository root on sys.path: the manifest's loader (graders.manifest) and the
+    # chapters' exec'd examples (solutions) import from it, even when mkdocs runs as a console
+    # script (whose sys.path[0] is the venv's bin/). Before the lessons are loaded.
+    if str(STATE.root) not in sys.path:
+        sys.path.insert(0, str(STATE.root))
     STATE.lessons = load_lessons(STATE.docs_dir / "lessons.toml")
     STATE.by_page = {lesson.page: lesson for lesson in STATE.lessons}
     STATE.entries = load_glossary(STATE.root / "site" / "glossary.toml")
@@ -404,11 +375,6 @@ def on_config(config, **kwargs):
     if STATE.instructor and Path(config.site_dir).resolve() == student_site:
         config.site_dir = str(student_site.parent / "site-instructor")
         log.info(f"course hook: instructor build, written to {config.site_dir}")
-
-    # The chapters' exec'd examples import `solutions`: make the repository importable even
-    # when mkdocs runs as a console script (whose sys.path[0] is the venv's bin/).
-    if str(STATE.root) not in sys.path:
-        sys.path.insert(0, str(STATE.root))
 
     # Tooltips: the abbr extension's glossary, from the same entries as the glossary page.
     titles, STATE.phrase_to_id = abbreviations(STATE.entries)
@@ -573,21 +539,15 @@ def on_page_content(content: str, page, config, files, **kwargs):
     if lesson is not None:
         ids = set(_ID.findall(content))
         wanted = {f"sections.{f}": s for f, s in lesson.sections.items()}
-        for number, check in enumerate(lesson.checks, start=1):
-            if check.get("section"):
-                wanted[f"check {check.get('id', number)}"] = check["section"]
+        for check in lesson.checks:  # a check's own section (else its function's, above)
+            if check.section != lesson.sections[check.function]:
+                wanted[f"check {check.id}"] = check.section
         for where, section in wanted.items():
             if section not in ids:
                 log.warning(
                     f"course hook: {lesson.page} has no heading with id '{section}' "
                     f"(lessons.toml, lesson {lesson.number}, {where}); write it as "
                     f"'## Title {{#{section}}}'"
-                )
-        for function in lesson.functions:
-            if function not in lesson.sections:
-                log.warning(
-                    f"course hook: lessons.toml lesson {lesson.number} names no section for "
-                    f"{function}"
                 )
     return _tidy_tooltips(content, page)
 

@@ -1,0 +1,296 @@
+"""Expected answers for the checks: computed live by the instructor's oracles, or replayed from
+data recorded at release time, so that the student release holds no solution code.
+
+A public check computes no answer itself; it asks this module, by the name of a function of
+graders/oracles.py:
+
+    from graders.answers import later, oracle
+
+    expect_close(
+        student.call("lookup", table, ids),
+        oracle.lookup(table, ids),                                # the right answer
+        "lookup(table, ids)",
+        mistakes={"off-by-one": later.lookup(table, ids, mistake="off-by-one")},
+    )
+
+``oracle.NAME(*args, **kwargs)`` returns ``graders.oracles.NAME(*args, **kwargs)``;
+``later.NAME(...)`` is the same answer as a :class:`Deferred`, computed only when a diagnosis
+needs it (``checking.diagnose`` resolves it; ``.get()`` elsewhere, ``.then(f)`` for a part of
+it). Arguments and answers are plain data: tensors, numbers, strings, bytes, lists, tuples and
+dicts of them, None.
+
+Three modes:
+
+* **live** (the instructor's grader tree, which holds graders/oracles.py and graders/trusted.py):
+  the oracle runs. Hidden checks, instructor autograde and the project's tests all grade live.
+* **recording** (:func:`recording`; graders/instructor/release.py grades solutions/ with the
+  public checks in this mode): live, and every answer is kept, per lesson, under a digest of the
+  oracle's name and arguments; ``later`` answers are computed at once, so that the answers of a
+  check's failure paths (its diagnoses) are recorded as well.
+* **replay** (the student release, which has no graders/oracles.py): answers come from
+  ``graders/public/answers_<lesson>.pt`` (``torch.save`` of plain data, read with
+  ``weights_only=True``), under the same digest. An answer that was not recorded fails its
+  check with :class:`AnswerMissing`, never silently.
+
+The digest covers every bit of the arguments, so the inputs a released check builds must be
+bit for bit those of the recording. Integer inputs and literals are; but torch's normal samples
+differ in their last bits between CPUs (it uses vectorised code where it can), and generators
+may change between torch versions. So every function that builds random inputs is decorated
+with :func:`recorded`: it is recorded like an answer, and in replay mode it returns the
+recorded inputs (computing them only when none were recorded).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+FORMAT = 1
+HERE = Path(__file__).resolve().parent
+FILES = "answers_*.pt"  # in graders/public/: answers_<lesson>.pt
+_UNSET = object()
+_MISSING = object()
+
+_oracles: Any = _UNSET  # graders.oracles, or None where it is not installed (replay)
+_recording: dict[str, dict[str, Any]] | None = None  # lesson -> digest -> value
+_lesson: str | None = None  # the lesson of the check running now (set by graders.plugin)
+_replay: dict[str, Any] | None = None
+
+
+class AnswerMissing(RuntimeError):
+    """Replay mode: no answer was recorded for this question (a bug of the release)."""
+
+
+def oracles() -> ModuleType | None:
+    """graders.oracles where it is installed (the instructor's tree), else None (replay)."""
+    global _oracles
+    if _oracles is _UNSET:
+        name = f"{__package__}.oracles"
+        try:
+            _oracles = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name != name:  # a missing dependency of the oracles: say so
+                raise
+            _oracles = None
+    return _oracles
+
+
+def live() -> bool:
+    return oracles() is not None
+
+
+def prepare() -> None:
+    """Import the oracles, or read the recorded answers, now: graders.runner calls this before
+    any student code runs (without a sandbox, that code could rewrite the grader tree's files;
+    whatever is loaded before stays as it was)."""
+    if oracles() is None:
+        _table()
+
+
+# -- asking -------------------------------------------------------------------------------------
+
+
+def answer(name: str, args: tuple, kwargs: dict) -> Any:
+    """``graders.oracles.NAME(*args, **kwargs)``, live or replayed (see the module docstring)."""
+    module = oracles()
+    if module is None:
+        value = _lookup(name, args, kwargs)
+        if value is _MISSING:
+            raise AnswerMissing(
+                f"this release recorded no answer for {name}() with these arguments "
+                "(a bug of the course's release: please report it)"
+            )
+        return value
+    value = getattr(module, name)(*args, **kwargs)
+    _record(name, args, kwargs, value)
+    return value
+
+
+class Deferred:
+    """An answer computed on first use: a diagnosis' answers cost nothing while a check passes."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._compute = compute
+        self._value: Any = _UNSET
+
+    def get(self) -> Any:
+        if self._value is _UNSET:
+            self._value = self._compute()
+        return self._value
+
+    def then(self, function: Callable[[Any], Any]) -> Deferred:
+        """A part of this answer (``function`` of it), also deferred."""
+        return Deferred(lambda: function(self.get()))
+
+
+def resolve(value: Any) -> Any:
+    return value.get() if isinstance(value, Deferred) else value
+
+
+class _Oracles:
+    """``oracle.NAME(...)`` (at once) and ``later.NAME(...)`` (a Deferred)."""
+
+    def __init__(self, deferred: bool) -> None:
+        self._deferred = deferred
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def ask(*args: Any, **kwargs: Any) -> Any:
+            if not self._deferred:
+                return answer(name, args, kwargs)
+            deferred = Deferred(lambda: answer(name, args, kwargs))
+            if _recording is not None or not live():
+                deferred.get()  # recording: every diagnosis' answer; replay: a lookup
+            return deferred
+
+        ask.__name__ = name
+        return ask
+
+
+oracle = _Oracles(deferred=False)
+later = _Oracles(deferred=True)
+
+
+def recorded(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A builder of check inputs whose results are recorded and replayed like answers."""
+    name = f"{function.__module__.rpartition('.')[2]}.{function.__qualname__}"
+
+    @functools.wraps(function)
+    def build(*args: Any, **kwargs: Any) -> Any:
+        if not live():
+            value = _lookup(name, args, kwargs)
+            if value is not _MISSING:
+                return value
+            return function(*args, **kwargs)
+        value = function(*args, **kwargs)
+        _record(name, args, kwargs, value)
+        return value
+
+    return build
+
+
+# -- recording ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, dict[str, Any]]]:
+    """Record every answer and recorded input asked for while the block runs, per lesson."""
+    global _recording
+    if not live():
+        raise RuntimeError("answers can be recorded only where graders/oracles.py is installed")
+    if _recording is not None:
+        raise RuntimeError("already recording")
+    _recording = {}
+    try:
+        yield _recording
+    finally:
+        _recording = None
+
+
+@contextmanager
+def lesson(slug: str | None) -> Iterator[None]:
+    """The lesson whose check runs in the block (answers are recorded under it)."""
+    global _lesson
+    saved, _lesson = _lesson, slug
+    try:
+        yield
+    finally:
+        _lesson = saved
+
+
+def _record(name: str, args: tuple, kwargs: dict, value: Any) -> None:
+    if _recording is None:
+        return
+    if _lesson is None:
+        raise RuntimeError(f"{name}() was asked for outside a check: it cannot be recorded")
+    _recording.setdefault(_lesson, {})[digest(name, args, kwargs)] = copy.deepcopy(value)
+
+
+def save(answers: dict[str, Any], path: Path, lesson: str) -> None:
+    """Write one lesson's recorded answers, and check that they read back as plain data."""
+    torch.save({"format": FORMAT, "lesson": lesson, "answers": answers}, path)
+    data = torch.load(path, weights_only=True)
+    if set(data["answers"]) != set(answers):
+        raise ValueError(f"{path}: the recorded answers do not read back")
+
+
+# -- replay -------------------------------------------------------------------------------------
+
+
+def _table() -> dict[str, Any]:
+    global _replay
+    if _replay is None:
+        table: dict[str, Any] = {}
+        for path in sorted((HERE / "public").glob(FILES)):
+            data = torch.load(path, weights_only=True)
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                raise AnswerMissing(f"{path.name} is not a file of recorded answers")
+            table.update(data["answers"])
+        _replay = table
+    return _replay
+
+
+def _lookup(name: str, args: tuple, kwargs: dict) -> Any:
+    value = _table().get(digest(name, args, kwargs), _MISSING)
+    return value if value is _MISSING else copy.deepcopy(value)
+
+
+# -- the digest ---------------------------------------------------------------------------------
+
+
+def digest(name: str, args: tuple, kwargs: dict) -> str:
+    """A digest of a question: the oracle's name and every bit of its arguments."""
+    h = hashlib.sha256()
+    _feed(h, name)
+    _feed(h, tuple(args))
+    _feed(h, dict(kwargs))
+    return h.hexdigest()
+
+
+def _feed(h: Any, obj: Any) -> None:
+    if obj is None:
+        h.update(b"N;")
+    elif isinstance(obj, bool):
+        h.update(b"B1;" if obj else b"B0;")
+    elif isinstance(obj, int):
+        h.update(b"I%d;" % obj)
+    elif isinstance(obj, float):
+        h.update(b"F" + obj.hex().encode() + b";")
+    elif isinstance(obj, str):
+        data = obj.encode("utf-8", "surrogatepass")
+        h.update(b"S%d:" % len(data) + data)
+    elif isinstance(obj, bytes):
+        h.update(b"Y%d:" % len(obj) + obj)
+    elif isinstance(obj, torch.dtype):
+        h.update(b"D" + str(obj).encode() + b";")
+    elif isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().resolve_conj().resolve_neg().contiguous()
+        h.update(b"T" + str(t.dtype).encode() + str(list(t.shape)).encode() + b":")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(obj, list | tuple):
+        h.update(b"L" if isinstance(obj, list) else b"U")
+        h.update(b"%d[" % len(obj))
+        for item in obj:
+            _feed(h, item)
+        h.update(b"]")
+    elif isinstance(obj, dict):
+        entries = []
+        for key, value in obj.items():
+            k, v = hashlib.sha256(), hashlib.sha256()
+            _feed(k, key)
+            _feed(v, value)
+            entries.append(k.digest() + v.digest())
+        h.update(b"M%d{" % len(entries) + b"".join(sorted(entries)) + b"}")
+    else:
+        raise TypeError(f"an answer's arguments must be plain data, not {type(obj).__name__}")

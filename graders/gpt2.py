@@ -1,0 +1,123 @@
+"""GPT-2's vocabulary, offline, and GPT-2-shaped inputs for the graders' checks.
+
+Nothing here computes an exercise's answer (graders/oracles.py does, for instructors): this
+module ships to students. The float inputs it builds are recorded (see graders/answers.py), so
+that a student release checks the very inputs its answers were recorded for.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from .answers import recorded
+from .checking import GraderUnavailable
+
+if TYPE_CHECKING:
+    import tiktoken
+
+EOT_ID = 50256
+EOT_TEXT = "<|endoftext|>"
+# GPT-2's pre-tokenization pattern, as COURSE.md and the tokens lesson give it.
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def gpt2_ranks_file() -> Path | None:
+    """GPT-2's merge ranks on this machine: $GPT2_TIKTOKEN, or the openai-whisper sdist's copy."""
+    override = os.environ.get("GPT2_TIKTOKEN")
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    try:
+        dist = importlib.metadata.distribution("openai-whisper")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(str(dist.locate_file("whisper/assets/gpt2.tiktoken")))
+    return path if path.is_file() else None
+
+
+@functools.cache
+def gpt2() -> tiktoken.Encoding:
+    """tiktoken's GPT-2 encoding, built offline from the ranks file."""
+    import tiktoken
+    import tiktoken.load
+
+    path = gpt2_ranks_file()
+    if path is None:
+        raise GraderUnavailable(
+            "GPT-2's vocabulary is not installed, so the tokens lesson cannot be graded: "
+            "pip install --no-deps openai-whisper==20250625 (or set GPT2_TIKTOKEN)"
+        )
+    return tiktoken.Encoding(
+        name="gpt2-offline",
+        pat_str=GPT2_PATTERN,
+        mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
+        special_tokens={EOT_TEXT: EOT_ID},
+    )
+
+
+def sub_ranks(piece: bytes, ranks: dict[bytes, int]) -> dict[bytes, int]:
+    """The entries of ``ranks`` a merge of ``piece`` can look up: its substrings."""
+    found = {}
+    for i in range(len(piece)):
+        for j in range(i + 1, len(piece) + 1):
+            part = piece[i:j]
+            if part in ranks:
+                found[part] = ranks[part]
+    return found
+
+
+@recorded
+def gpt2_sub_ranks(piece: bytes) -> dict[bytes, int]:
+    """GPT-2's ranks of the substrings of ``piece``: a merge table for a check of bpe_merge."""
+    return sub_ranks(piece, gpt2()._mergeable_ranks)
+
+
+@recorded
+def gpt2_state(
+    n_layer: int,
+    dim: int,
+    vocab: int,
+    n_ctx: int,
+    seed: int,
+    *,
+    prefix: bool,
+    lm_head: bool,
+    masked_bias: bool = True,
+) -> dict[str, Tensor]:
+    """A Hugging Face GPT-2 state dict in miniature: Conv1D weights as [in, out], mask buffers."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape: int) -> Tensor:
+        return torch.randn(*shape, generator=g)
+
+    p = "transformer." if prefix else ""
+    state = {f"{p}wte.weight": rand(vocab, dim), f"{p}wpe.weight": rand(n_ctx, dim)}
+    for i in range(n_layer):
+        h = f"{p}h.{i}."
+        state |= {
+            h + "ln_1.weight": rand(dim),
+            h + "ln_1.bias": rand(dim),
+            h + "attn.bias": torch.tril(torch.ones(n_ctx, n_ctx)).view(1, 1, n_ctx, n_ctx),
+            h + "attn.c_attn.weight": rand(dim, 3 * dim),
+            h + "attn.c_attn.bias": rand(3 * dim),
+            h + "attn.c_proj.weight": rand(dim, dim),
+            h + "attn.c_proj.bias": rand(dim),
+            h + "ln_2.weight": rand(dim),
+            h + "ln_2.bias": rand(dim),
+            h + "mlp.c_fc.weight": rand(dim, 4 * dim),
+            h + "mlp.c_fc.bias": rand(4 * dim),
+            h + "mlp.c_proj.weight": rand(4 * dim, dim),
+            h + "mlp.c_proj.bias": rand(dim),
+        }
+        if masked_bias:
+            state[h + "attn.masked_bias"] = torch.tensor(-1e4)
+    state |= {f"{p}ln_f.weight": rand(dim), f"{p}ln_f.bias": rand(dim)}
+    if lm_head:
+        state["lm_head.weight"] = rand(vocab, dim)
+    return state

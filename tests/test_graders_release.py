@@ -1,0 +1,191 @@
+"""The released graders judge like the instructor's, without any solution code.
+
+The student release leaves out graders/oracles.py and graders/trusted.py; its public checks
+replay the answers recorded at release time (graders/answers.py), and its worker grades a
+function with the submission's own versions of the functions it builds on. These tests grade
+with the released graders themselves (every lesson's release/SLUG/graders/, merged into one
+tree, run in a process of their own): full marks on solutions/, none on exercises/, every
+wrong variant of tests/grader_variants.py that a public check catches rejected with the hint
+that names its mistake, and every correct variant written differently given every point.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from grader_variants import RIGHT, WRONG, Variant, build_target
+
+from graders.manifest import load_manifest
+from graders.worker import DEPENDENCIES
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = load_manifest()
+LESSON_OF_MODULE = {lesson.module: lesson.slug for lesson in MANIFEST.lessons}
+SLUGS = [lesson.slug for lesson in MANIFEST.lessons if lesson.checks]
+DRIVER = """
+import json, sys
+import graders
+from graders import answers
+assert not answers.live(), "the released graders must replay, not compute, their answers"
+for job in json.load(open(sys.argv[1])):
+    graders.grade(job["target"], lessons=job["lessons"], functions=job["functions"],
+                  json_path=job["json"], reveal_hidden=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def released_tree(released_course, tmp_path_factory) -> Path:
+    """Every lesson's released graders/ in one tree (their shared files are identical)."""
+    tree = tmp_path_factory.mktemp("released-graders")
+    for slug in SLUGS:
+        folder = released_course / "release" / slug
+        for path in sorted((folder / "graders").rglob("*")):
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            dest = tree / path.relative_to(folder)
+            if dest.exists():
+                assert filecmp.cmp(path, dest, shallow=False), f"{slug} ships another {dest.name}"
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+    (tree / "course").mkdir()
+    shutil.copyfile(
+        released_course / "release" / SLUGS[0] / "course" / "lessons.toml",
+        tree / "course" / "lessons.toml",
+    )
+    return tree
+
+
+def grade_released(tree: Path, jobs: list[dict]) -> list[dict]:
+    """Grade each job ({target, lessons, functions}) with the released graders in ``tree``."""
+    spec = tree.parent / f"{tree.name}-jobs.json"
+    for i, job in enumerate(jobs):
+        job["json"] = str(tree.parent / f"{tree.name}-report-{i}.json")
+    spec.write_text(json.dumps(jobs))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(spec)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [json.loads(Path(job["json"]).read_text()) for job in jobs]
+
+
+def test_the_release_ships_recorded_answers_and_no_oracles(released_course):
+    for slug in SLUGS:
+        graders = released_course / "release" / slug / "graders"
+        assert (graders / "public" / f"answers_{slug}.pt").is_file(), slug
+        names = {p.name for p in graders.rglob("*") if p.is_file()}
+        assert not names & {"oracles.py", "trusted.py", "compare.py"}, slug
+        assert not (graders / "hidden").exists(), slug
+
+
+def test_released_graders_give_full_marks_to_solutions_and_none_to_stubs(released_tree):
+    solutions, stubs = grade_released(
+        released_tree,
+        [
+            {"target": str(ROOT / "solutions"), "lessons": SLUGS, "functions": None},
+            {"target": str(ROOT / "exercises"), "lessons": SLUGS, "functions": None},
+        ],
+    )
+    failed = [
+        f"{c['id']}: {c['hint']} [{c['detail']}]"
+        for lesson in solutions["lessons"]
+        for c in lesson["checks"]
+        if not c["passed"]
+    ]
+    assert not failed
+    assert solutions["points"] == solutions["max_points"] > 0
+    assert [lesson["slug"] for lesson in solutions["lessons"]] == SLUGS
+    assert stubs["points"] == 0 and stubs["max_points"] == solutions["max_points"]
+
+
+def _builds_on(key: str) -> set[str]:
+    """The module.function names ``key`` calls, directly or not (graders.worker.DEPENDENCIES)."""
+    module = key.partition(".")[0]
+    found: set[str] = set()
+    todo = [key]
+    while todo:
+        for name in DEPENDENCIES.get(todo.pop(), ()):
+            if f"{module}.{name}" not in found:
+                found.add(f"{module}.{name}")
+                todo.append(f"{module}.{name}")
+    return found
+
+
+def _clash(a: Variant, b: Variant) -> bool:
+    """Without trusted dependencies, a variant of train_step changes what fit does: variants
+    of a function and of what it builds on must be graded apart."""
+    ka, kb = f"{a.module}.{a.function}", f"{b.module}.{b.function}"
+    return ka == kb or ka in _builds_on(kb) or kb in _builds_on(ka)
+
+
+def _rounds(variants: list[Variant]) -> list[list[Variant]]:
+    groups: list[list[Variant]] = []
+    for variant in variants:
+        for group in groups:
+            if not any(_clash(variant, other) for other in group):
+                group.append(variant)
+                break
+        else:
+            groups.append([variant])
+    return groups
+
+
+PUBLIC_WRONG = [v for v in WRONG if not v.hidden]
+
+
+@pytest.fixture(scope="module")
+def variant_reports(released_tree, tmp_path_factory) -> dict[str, list[dict]]:
+    """Each variant's checks, as the released graders judged them (one process for all)."""
+    jobs, groups = [], []
+    for kind, variants in (("wrong", PUBLIC_WRONG), ("right", RIGHT)):
+        for i, group in enumerate(_rounds(variants)):
+            where = tmp_path_factory.mktemp(f"{kind}-{i}")
+            target = build_target(where, group)
+            jobs.append(
+                {
+                    "target": str(target),
+                    "lessons": sorted({LESSON_OF_MODULE[v.module] for v in group}),
+                    "functions": sorted({v.function for v in group}),
+                }
+            )
+            groups.append(group)
+    found: dict[str, list[dict]] = {}
+    for group, report in zip(groups, grade_released(released_tree, jobs), strict=True):
+        for variant in group:
+            slug = LESSON_OF_MODULE[variant.module]
+            lesson = next(entry for entry in report["lessons"] if entry["slug"] == slug)
+            found[variant.id] = [c for c in lesson["checks"] if c["function"] == variant.function]
+    return found
+
+
+@pytest.mark.parametrize("variant", PUBLIC_WRONG, ids=[v.id for v in PUBLIC_WRONG])
+def test_released_graders_reject_a_wrong_implementation_with_its_hint(variant_reports, variant):
+    checks = variant_reports[variant.id]
+    failed = [c for c in checks if not c["passed"]]
+    assert failed, f"{variant.id} passed every public check of {variant.function}"
+    assert not any("AnswerMissing" in (c["detail"] or "") for c in failed), failed
+    assert any(variant.hint in c["hint"] for c in failed), (
+        f"{variant.id}: no failed check names the mistake ({variant.hint!r}); "
+        + "; ".join(f"{c['id']}: {c['hint']} [{c['detail']}]" for c in failed)
+    )
+
+
+@pytest.mark.parametrize("variant", RIGHT, ids=[v.id for v in RIGHT])
+def test_released_graders_keep_every_point_of_a_correct_variant(variant_reports, variant):
+    checks = variant_reports[variant.id]
+    failed = [f"{c['id']}: {c['hint']} [{c['detail']}]" for c in checks if not c["passed"]]
+    assert checks and not failed, f"{variant.id} lost points: " + "; ".join(failed)
