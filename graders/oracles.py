@@ -35,18 +35,22 @@ def _unknown(mistake: str | None) -> ValueError:
 # -- tokens -------------------------------------------------------------------------------------
 
 
-def split_pieces(text: str) -> list[str]:
-    return regex.findall(GPT2_PATTERN, text)
+_PIECES_MISTAKES = {
+    "space-apart": r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+",
+    "contractions": GPT2_PATTERN.replace(r"'(?:[sdmt]|ll|ve|re)|", ""),
+    "trailing-space": GPT2_PATTERN.replace(r"|\s+(?!\S)", ""),
+}
 
 
-def split_pieces_mistakes(text: str) -> dict[str, list[str]]:
-    """Answers that classic mistakes give for ``text``."""
-    return {
-        "lost-text": text.split(),
-        "space-apart": regex.findall(r"\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+|\s+", text),
-        "contractions": regex.findall(GPT2_PATTERN.replace(r"'(?:[sdmt]|ll|ve|re)|", ""), text),
-        "trailing-space": regex.findall(GPT2_PATTERN.replace(r"|\s+(?!\S)", ""), text),
-    }
+def split_pieces(text: str, mistake: str | None = None) -> list[str]:
+    """GPT-2's pieces of ``text``, or those a classic mistake gives."""
+    if mistake is None:
+        return regex.findall(GPT2_PATTERN, text)
+    if mistake == "lost-text":
+        return text.split()
+    if mistake not in _PIECES_MISTAKES:
+        raise _unknown(mistake)
+    return regex.findall(_PIECES_MISTAKES[mistake], text)
 
 
 def _bpe_tiktoken(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
@@ -189,14 +193,17 @@ def shift(ids: Tensor) -> tuple[Tensor, Tensor]:
     return trusted.shift(ids)
 
 
-def shift_mistakes(ids: Tensor) -> dict[str, list[tuple[Tensor, Tensor]]]:
-    """Each mistake's answers (some mistakes have several forms)."""
-    return {
+def shift_mistakes(ids: Tensor, mistake: str) -> list[tuple[Tensor, Tensor]]:
+    """The answers a mistake gives (some mistakes have several forms)."""
+    answers = {
         "not-shifted": [(ids, ids), (ids[..., :-1], ids[..., :-1]), (ids[..., 1:], ids[..., 1:])],
         "swapped": [(ids[..., 1:], ids[..., :-1])],
         "first-dim": [(ids[:-1], ids[1:])],
         "by-two": [(ids[..., :-2], ids[..., 2:])],
     }
+    if mistake not in answers:
+        raise _unknown(mistake)
+    return answers[mistake]
 
 
 def window_starts(

@@ -16,13 +16,16 @@ TEXTS = [
 ]
 
 
+PIECES_MISTAKES = ("lost-text", "space-apart", "contractions", "trailing-space")
+
+
 def check_pieces(student, text: str, what: str) -> None:
     expected = oracle.split_pieces(text)
-    mistakes = later.split_pieces_mistakes(text)
+    mistakes = {key: later.split_pieces(text, mistake=key) for key in PIECES_MISTAKES}
     result = as_list(student.call("split_pieces", text), what, as_str)
     if result != expected and "".join(result) != text:
         fail(f"{what}: the pieces join to {''.join(result)!r}, not to the text", "lost-text")
-    expect_equal(result, expected, what, mistakes=mistakes.get() if result != expected else None)
+    expect_equal(result, expected, what, mistakes=mistakes)
 
 
 @pytest.mark.check("split-pieces-gpt2")

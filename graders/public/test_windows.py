@@ -21,15 +21,18 @@ from graders.checking import (
 
 def check_shift(student, ids: torch.Tensor, what: str) -> None:
     expected = oracle.shift(ids)
-    mistakes = later.shift_mistakes(ids)
+    mistakes = {
+        key: later.shift_mistakes(ids, key)
+        for key in ("not-shifted", "swapped", "first-dim", "by-two")
+    }
     result = as_pair(student.call("shift", ids), what)
     x, y = (as_tensor(v, f"{what}[{i}]") for i, v in enumerate(result))
     if same((x, y), expected, rtol=0, atol=0):
         if x.dtype != ids.dtype or y.dtype != ids.dtype:
             fail(f"{what} changed the dtype to {x.dtype}")
         return
-    for key, answers in mistakes.get().items():
-        if any(same((x, y), answer, rtol=0, atol=0) for answer in answers):
+    for key, answers in mistakes.items():
+        if any(same((x, y), answer, rtol=0, atol=0) for answer in answers.get()):
             fail(f"{what} gave inputs {x.tolist()} and targets {y.tolist()}", key)
     fail(
         f"{what} gave inputs of shape {list(x.shape)} and targets of shape {list(y.shape)}; "
