@@ -456,7 +456,9 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs):
     STATE.pages[src] = page
     lesson = STATE.by_page.get(src)
     if lesson is not None:
-        minutes = reading_minutes(markdown)  # the chapter's own words, as on the home page
+        # From the file as written (other plugins have already rewritten `markdown`, e.g. the
+        # quizzes into HTML), so the chapter and the home page give the same reading time.
+        minutes = reading_minutes(_read_source(STATE.docs_dir / src) or markdown)
         box = exercise_box(lesson, markdown)
         if EXERCISE_MARKER.search(markdown):
             markdown = EXERCISE_MARKER.sub(lambda _: box, markdown, count=1)
