@@ -180,7 +180,7 @@ def read_metrics(path: Path, before_step: int) -> list[dict]:
     return kept
 
 
-def plot_losses(records: list[dict], path: Path) -> None:
+def plot_losses(records: list[dict], path: Path, baseline: float | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -197,6 +197,8 @@ def plot_losses(records: list[dict], path: Path) -> None:
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats)")
     ax.grid(alpha=0.3)
+    if baseline is not None:
+        ax.axhline(baseline, color="grey", ls=":", label="unigram baseline")
     ax.legend()
     checkpoint.atomic_write(
         path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight")
@@ -326,7 +328,8 @@ def _train(
 
     if not world.is_main:
         return {}
-    plot_losses(records, out / "loss.png")
+    unigram = data.unigram_entropy(train_ids)
+    plot_losses(records, out / "loss.png", baseline=unigram)
     evals = [r for r in records if "eval_loss" in r]
     train_tail = [r["loss"] for r in records[-10:]]
     return {
@@ -334,7 +337,7 @@ def _train(
         "train_loss": sum(train_tail) / len(train_tail),
         "val_loss": evals[-1]["eval_loss"],
         "val_perplexity": evals[-1]["eval_perplexity"],
-        "unigram_entropy": data.unigram_entropy(train_ids),
+        "unigram_entropy": unigram,
         "tokens_per_s": timed_tokens / timed_seconds if timed_seconds else float("nan"),
         "parameters": model.num_parameters(),
         "corpus_tokens": len(ids),
