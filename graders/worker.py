@@ -130,6 +130,54 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 
 # --------------------------------------------------------------------------------------------
+# Forbidden library calls. Some exercises are about computing a thing by hand: while the
+# student's version of such a function runs (a call or a scenario of that very function, not
+# of another one that uses it: lm_loss may call F.cross_entropy or its own cross_entropy
+# freely), the library functions that would do the work for it are replaced by a stand-in that
+# raises ForbiddenCall, and restored afterwards; names the student's module imported from
+# them are replaced as well. The checker turns a ForbiddenCall into a failed check whose hint
+# is its message. Softmax stays allowed: it is not log-sum-exp, and the mean of
+# -log(softmax(z)[y]) is a (less stable) way to compute cross-entropy by hand.
+
+BY_HAND = (
+    "cross_entropy must compute log-sum-exp by hand (lesson 5): don't call F.cross_entropy / "
+    "logsumexp / log_softmax"
+)
+FORBIDDEN: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "objective.cross_entropy": (
+        BY_HAND,
+        (
+            ("torch.nn.functional", "cross_entropy"),
+            ("torch.nn.functional", "log_softmax"),
+            ("torch", "logsumexp"),
+            ("torch", "log_softmax"),
+            ("torch.special", "logsumexp"),
+            ("torch.special", "log_softmax"),
+            ("torch.Tensor", "logsumexp"),
+            ("torch.Tensor", "log_softmax"),
+        ),
+    ),
+}
+
+
+class ForbiddenCall(RuntimeError):
+    """The student's code called a library function that its exercise asks to write by hand."""
+
+
+def _owner(path: str) -> Any:
+    if path == "torch.Tensor":
+        return torch.Tensor
+    return importlib.import_module(path)
+
+
+def _stand_in(message: str, name: str) -> Callable:
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise ForbiddenCall(f"{message} (called {name})")
+
+    return forbidden
+
+
+# --------------------------------------------------------------------------------------------
 # The toy model and the scenarios. Each scenario takes the function under test first, so the
 # checker runs the very same scenario with a trusted function to get the expected answer.
 
@@ -372,6 +420,43 @@ class Worker:
                 else:
                     setattr(module, name, value)
 
+    @contextmanager
+    def forbidden(self, function: str) -> Iterator[None]:
+        """Replace the library functions ``function`` must not call (FORBIDDEN) while it runs."""
+        if function not in FORBIDDEN:
+            yield
+            return
+        message, targets = FORBIDDEN[function]
+        missing = object()
+        saved: list[tuple[Any, str, Any]] = []
+        originals: dict[int, Callable] = {}
+        for path, name in targets:
+            owner = _owner(path)
+            original = getattr(owner, name, missing)
+            if original is missing:
+                continue
+            stand_in = _stand_in(message, f"{path}.{name}")
+            originals[id(original)] = stand_in
+            saved.append((owner, name, owner.__dict__.get(name, missing)))
+        module = self.import_module(function.partition(".")[0])
+        for key, value in list(vars(module).items()):  # from torch import logsumexp as lse
+            if id(value) in originals:
+                saved.append((module, key, value))
+        try:
+            for owner, name, _ in saved:
+                if owner is module:
+                    setattr(owner, name, originals[id(getattr(owner, name))])
+                else:
+                    path = "torch.Tensor" if owner is torch.Tensor else owner.__name__
+                    setattr(owner, name, _stand_in(message, f"{path}.{name}"))
+            yield
+        finally:
+            for owner, name, value in reversed(saved):
+                if value is missing:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
+
     def handle(self, request: dict) -> dict:
         op = request["op"]
         if op == "import":
@@ -382,7 +467,7 @@ class Worker:
         if op == "call":
             fn = self.resolve(request["function"])
             args, kwargs = revive(request["args"]), revive(request["kwargs"])
-            with self.trusted(request["function"]):
+            with self.trusted(request["function"]), self.forbidden(request["function"]):
                 value = fn(*args, **kwargs)
             answer = {"ok": True, "value": pack(value)}
             if request.get("return_inputs"):
@@ -391,7 +476,7 @@ class Worker:
         if op == "scenario":
             fn = self.resolve(request["function"])
             config = revive(request["config"])
-            with self.trusted(request["function"]):
+            with self.trusted(request["function"]), self.forbidden(request["function"]):
                 value = SCENARIOS[request["name"]](fn, **config)
             return {"ok": True, "value": pack(value)}
         raise ValueError(f"unknown request {op!r}")

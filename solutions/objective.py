@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import torch  # noqa: F401  (the examples below use it; so will your code)
 from torch import Tensor
 
 

@@ -78,6 +78,36 @@ class TrainConfig:
     )
 
 
+OPTION_HELP = {
+    "preset": f"model size: {', '.join(PRESETS)}",
+    "corpus": "'course' (the course's own pages), 'time-machine' (downloaded once) or a text file",
+    "steps": "optimizer steps in the whole run (a resumed run continues to this many)",
+    "batch_size": "windows per micro-batch (under torchrun: the global batch)",
+    "context_length": "tokens per window; at most the preset's positions",
+    "stride": "distance between window starts; smaller than the context means overlap",
+    "grad_accum": "micro-batches per optimizer step",
+    "lr": "peak learning rate, reached after the warmup",
+    "min_lr": "learning rate at the end of the cosine decay",
+    "warmup_steps": "steps of linear warmup; must be less than --steps",
+    "weight_decay": "AdamW decay of the weight matrices (biases and LayerNorm: none)",
+    "max_grad_norm": "clip the gradient's total norm to this",
+    "dropout": "dropout probability in the model",
+    "val_fraction": "tail of the corpus held out for validation",
+    "eval_every": "evaluate (and log validation loss) every this many steps",
+    "eval_batches": "validation batches per evaluation",
+    "checkpoint_every": "write OUT/checkpoint.pt every this many steps",
+    "seed": "seed of the initial weights, data order and dropout",
+    "device": "auto, cpu, cuda, cuda:N or mps",
+    "dtype": "auto (bfloat16 autocast on GPUs that support it), float32 or bfloat16",
+    "attention": "fused (PyTorch's kernel) or lesson (the package's own attention function)",
+    "prompt": "start of the sample generated at the end",
+    "sample_tokens": "tokens to generate for the sample",
+    "temperature": "sampling temperature of the sample (0: greedy)",
+    "top_k": "sample among the k most likely tokens",
+    "out": "folder of the run's files; an existing run there is resumed",
+}
+
+
 def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
     defaults = TrainConfig()
     parser = argparse.ArgumentParser(
@@ -87,13 +117,12 @@ def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
     for field in dataclasses.fields(TrainConfig):
         flag = "--" + field.name.replace("_", "-")
         default = getattr(defaults, field.name)
-        hint = f"one of {', '.join(PRESETS)}; " if field.name == "preset" else ""
         parser.add_argument(
             flag,
             type=type(default),
             default=default,
             metavar=field.name.upper(),
-            help=f"({hint}default: {default})",
+            help=f"{OPTION_HELP[field.name]} (default: {default})",
         )
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     args = vars(parser.parse_args(argv))
@@ -125,7 +154,13 @@ def validate(cfg: TrainConfig) -> None:
         if getattr(cfg, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
     if not 0 <= cfg.warmup_steps < cfg.steps:
-        raise UsageError("--warmup-steps must be at least 0 and less than --steps")
+        raise UsageError(
+            f"--warmup-steps {cfg.warmup_steps} must be at least 0 and less than --steps "
+            f"{cfg.steps}; for a short run pass a smaller --warmup-steps (0 is fine)"
+        )
+    out = Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder; pass a folder for the run's files")
     if cfg.attention not in ("fused", "lesson"):
         raise UsageError("--attention must be fused (PyTorch's kernel) or lesson (yours)")
     if cfg.dtype not in ("auto", "float32", "bfloat16"):
@@ -138,8 +173,10 @@ def pick_device(name: str) -> torch.device:
     try:
         device = torch.device(name)
         torch.empty(0, device=device)
-    except (RuntimeError, AssertionError) as error:
-        raise UsageError(f"--device {name} is not available here ({error})") from None
+    except (RuntimeError, AssertionError):
+        raise UsageError(
+            f"--device {name} is not available here; choose auto, cpu, cuda, cuda:N or mps"
+        ) from None
     return device
 
 
@@ -248,9 +285,16 @@ def _train(
     torch.manual_seed(cfg.seed)
 
     ids = data.tokenize(load_corpus(cfg.corpus))
-    train_ids, val_ids = data.split(ids, cfg.val_fraction)
-    stream = data.BatchStream(train_ids, cfg.batch_size, cfg.context_length, cfg.stride, cfg.seed)
-    val_batches = data.eval_batches(val_ids, cfg.batch_size, cfg.context_length, cfg.eval_batches)
+    try:  # a corpus too small for the batch shape: the data module's message names the fix
+        train_ids, val_ids = data.split(ids, cfg.val_fraction)
+        stream = data.BatchStream(
+            train_ids, cfg.batch_size, cfg.context_length, cfg.stride, cfg.seed
+        )
+        val_batches = data.eval_batches(
+            val_ids, cfg.batch_size, cfg.context_length, cfg.eval_batches
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     val_batches = [(x.to(device), y.to(device)) for x, y in val_batches]
 
     model_config = dataclasses.replace(preset(cfg.preset), dropout=cfg.dropout)
@@ -335,6 +379,7 @@ def _train(
     return {
         "steps": cfg.steps,
         "train_loss": sum(train_tail) / len(train_tail),
+        "train_loss_steps": len(train_tail),
         "val_loss": evals[-1]["eval_loss"],
         "val_perplexity": evals[-1]["eval_perplexity"],
         "unigram_entropy": unigram,
@@ -425,13 +470,15 @@ def print_report(report: dict) -> None:
                 "",
                 f"Trained {report['parameters'] / 1e6:.1f}M parameters for {report['steps']} steps "
                 f"on {report['corpus_tokens']:,} tokens.",
-                f"  train loss       {report['train_loss']:.3f} (mean of the last 10 steps)",
+                f"  train loss       {report['train_loss']:.3f} "
+                f"(mean of the last {report['train_loss_steps']} steps)",
                 f"  validation loss  {report['val_loss']:.3f}  "
                 f"(perplexity {report['val_perplexity']:.1f})",
                 f"  unigram baseline {report['unigram_entropy']:.3f}  "
                 "(entropy of the corpus's token frequencies: a model that ignores context)",
                 f"  throughput       {report['tokens_per_s']:,.0f} tokens/s",
-                f"  files            {report['out']}/ (checkpoint.pt, metrics.jsonl, loss.png)",
+                f"  files            {report['out']}/ "
+                "(checkpoint.pt, metrics.jsonl, loss.png, config.json)",
                 "Sample:",
                 "  " + report["sample"].replace("\n", "\n  "),
             ]

@@ -91,6 +91,7 @@ def V(  # noqa: N802
 # The harness's own hints (graders/hints.py) for failures any check can see.
 IN_PLACE = "changed its input in place"
 NOT_PLAIN = "return plain data"
+BY_HAND = "cross_entropy must compute log-sum-exp by hand"
 
 WRONG: list[Variant] = [
     # -- tokens -----------------------------------------------------------------------------------
@@ -687,7 +688,8 @@ WRONG: list[Variant] = [
         "ignore_index must be left out",
         """
         def cross_entropy(logits, targets, ignore_index=-100):
-            log_probs = logits - logits.logsumexp(dim=-1, keepdim=True)
+            peak = logits.max(dim=-1, keepdim=True).values
+            log_probs = logits - peak - (logits - peak).exp().sum(dim=-1, keepdim=True).log()
             return -log_probs[range(len(targets)), targets].mean()
     """,
     ),
@@ -700,9 +702,35 @@ WRONG: list[Variant] = [
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != -100
             kept = logits[keep]
-            log_norm = kept.logsumexp(dim=-1)
+            peak = kept.max(dim=-1, keepdim=True).values
+            log_norm = peak.squeeze(-1) + (kept - peak).exp().sum(dim=-1).log()
             picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
             return (log_norm - picked).mean()
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "library-cross-entropy",
+        BY_HAND,
+        """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            import torch.nn.functional as F
+            return F.cross_entropy(logits, targets, ignore_index=ignore_index)
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "torch-logsumexp",
+        BY_HAND,
+        """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            import torch
+            keep = targets != ignore_index
+            kept = logits[keep]
+            picked = kept.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (torch.logsumexp(kept, dim=-1) - picked).mean()
     """,
     ),
     V(
@@ -1690,13 +1718,15 @@ RIGHT: list[Variant] = [
     V(
         "objective",
         "cross_entropy",
-        "torch-logsumexp",
+        "masked-by-hand",
         None,
         """
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != ignore_index
             safe = targets.clamp(min=0) * keep
-            losses = logits.logsumexp(dim=-1) - logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
+            peak = logits.amax(dim=-1, keepdim=True).detach()
+            log_norm = peak.squeeze(-1) + (logits - peak).exp().sum(dim=-1).log()
+            losses = log_norm - logits.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
             return (losses * keep).sum() / keep.sum()
     """,
     ),
@@ -1710,6 +1740,17 @@ RIGHT: list[Variant] = [
             import torch.nn.functional as F
             return F.cross_entropy(logits[:, :-1].transpose(1, 2), input_ids[:, 1:],
                                    ignore_index=ignore_index)
+    """,
+    ),
+    V(
+        "objective",
+        "perplexity",
+        "float32-exp",
+        None,
+        """
+        def perplexity(loss):
+            import torch
+            return float(torch.tensor(loss).exp())
     """,
     ),
     V(

@@ -182,6 +182,17 @@ def test_bad_input_is_one_clear_line(args: list[str], needle: str) -> None:
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+def test_corpus_too_small_and_out_a_file_are_one_clear_line(tmp_path: Path) -> None:
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("only a few words here")
+    result = _cli("--corpus", str(tiny), "--steps", "2", "--warmup-steps", "0")
+    assert result.returncode == 2 and "too few for one batch" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    result = _cli("--out", str(tiny))
+    assert result.returncode == 2 and "is a file, not a folder" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
 def test_corrupt_checkpoint_is_one_clear_line(tmp_path: Path, small_corpus: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()

@@ -68,7 +68,7 @@ def test_ce_custom_ignore_index(student):
 def test_ce_large_logits(student):
     logits = 1e4 * randn(4, 5, 8)
     logits[0, 2] = 1e4
-    targets = torch.tensor([2, 7, 0, -100, 5])
+    targets = torch.tensor([2, 7, 0, 3, 5])  # none ignored: this check is about stability only
     check_ce(student, logits, targets, "cross_entropy(logits around 1e4)", rtol=1e-5, atol=1e-2)
 
 
@@ -103,14 +103,20 @@ def test_lm_loss_ignore_index(student):
     )
 
 
+# A correct answer computed in float32 (``float(torch.tensor(loss).exp())``) is off by up to
+# about 1e-6 relative for losses up to 20 (the loss rounded to float32, then exp); the mistakes
+# this check names (base 2, no exp) are off by far more.
+PERPLEXITY_RTOL = 1e-5
+
+
 def check_perplexity(student, loss, what):
     expected = oracle.perplexity(loss)
     base_two = later.perplexity(loss, mistake="base-two")
     result = student.call("perplexity", loss)
     got = as_float(result, what, allow_int=False)
-    if math.isclose(got, expected, rel_tol=1e-9):
+    if math.isclose(got, expected, rel_tol=PERPLEXITY_RTOL):
         return
-    if math.isclose(got, base_two.get(), rel_tol=1e-9):
+    if math.isclose(got, base_two.get(), rel_tol=PERPLEXITY_RTOL):
         fail(f"{what} returned {got!r}, expected {expected!r}", "base-two")
     fail(f"{what} returned {got!r}, expected {expected!r}")
 

@@ -116,7 +116,16 @@ def test_token_windows_items(student):
 @pytest.mark.parametrize("args", [(10, 4, 4), (16, 4, 2), (5, 5, 1)])
 def test_token_windows_len(student, args):
     n, c, s = args
-    check_windows(student, torch.arange(n), c, s, f"TokenWindows(arange({n}), {c}, {s})")
+    what = f"TokenWindows(arange({n}), {c}, {s})"
+    expected = oracle.token_windows(torch.arange(n), c, s)
+    got = student.scenario(
+        "token_windows", ids=torch.arange(n), context_length=c, stride=s, limit=0
+    )
+    if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
+        fail(f"{what} is not a torch.utils.data.Dataset")
+    length = as_int(got["len"], f"len({what})")
+    if length != expected["len"]:
+        fail(f"len({what}) is {length}, expected {expected['len']}")  # only len() is graded here
 
 
 @pytest.mark.check("token-windows-list-ids")
@@ -141,6 +150,7 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
             for part in batch:
                 as_tensor(part, f"{what}: batch {i}", kind="int")
         shapes = [list(b[0].shape) for b in batches]
+        first = _first_difference(batches, want)
         if config.get("shuffle") is False and _windows(batches) == _windows(want):
             fail(f"{what}: the right windows, in another order", "shuffle-ignored")
         diagnose(
@@ -150,8 +160,27 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
             atol=0,
             detail=f"{what}: epoch {epoch + 1} gave {len(batches)} batches of shapes "
             f"{shapes[:4]}{'...' if len(shapes) > 4 else ''}; expected {len(want)} batches"
-            f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None else ""),
+            f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None else "")
+            + first,
         )
+
+
+def _first_difference(batches: list, want: list) -> str:
+    """Where the batches first differ from the expected ones: that batch's first window."""
+    for i, (batch, expected) in enumerate(zip(batches, want, strict=False)):
+        if same(batch, expected, rtol=0, atol=0):
+            continue
+        try:
+            got_row = torch.as_tensor(batch[0])[0].tolist()
+        except Exception:  # noqa: BLE001 - a malformed batch: the shapes say enough
+            got_row = "?"
+        return (
+            f"; batch {i + 1} first differs: its first window is {got_row}, expected "
+            f"{expected[0][0].tolist()}"
+        )
+    if len(batches) != len(want):
+        return f"; the first {min(len(batches), len(want))} batches match"
+    return ""
 
 
 def _windows(batches: list) -> list[list[int]]:
