@@ -127,6 +127,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
     """One lesson: a table of its checks, then a hint, detail and link per failed check."""
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
@@ -136,7 +137,8 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
         (f"({lesson['slug']}) ", "dim"),
         (f"{lesson['points']}/{lesson['max_points']} points", "bold green" if done else "bold"),
     )
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+    console.print(title)  # its own line: a table title would wrap at the table's width
+    table = Table(box=None, pad_edge=False)
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True)
     table.add_column("function", no_wrap=True, style="dim")
@@ -154,11 +156,17 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
         if check["hint"] == NOT_IMPLEMENTED:
             stubs.setdefault(check["function"], check)
             continue
-        note = Text.assemble(("  ✗ ", "red"), (check["id"], "bold"), ": ")
-        note.append(check["hint"] or "failed", "yellow")
+        # A grid with a fixed gutter: long hints and details wrap with a hanging indent.
+        note = Table.grid(padding=(0, 0))
+        note.add_column(width=4, no_wrap=True)
+        note.add_column()
+        note.add_row(
+            Text("  ✗ ", "red"),
+            Text.assemble((check["id"], "bold"), ": ", (check["hint"] or "failed", "yellow")),
+        )
         if check["detail"]:
-            note.append(f"\n      {check['detail']}", "dim")
-        note.append(f"\n      see course/{check['link']}", "cyan")
+            note.add_row("", Padding(Text(check["detail"], "dim"), (0, 0, 0, 2)))
+        note.add_row("", Padding(Text(f"see course/{check['link']}", "cyan"), (0, 0, 0, 2)))
         console.print(note)
     for function, check in stubs.items():
         console.print(

@@ -302,3 +302,30 @@ def test_trusted_dependencies_are_plugged_in_only_where_installed(tmp_path, monk
     finally:
         released.close()
     assert raised.value.is_a("NotImplementedError")
+
+
+def test_terminal_report_header_on_its_own_line_and_hints_wrap_with_hanging_indent():
+    import io
+
+    from rich.console import Console
+
+    from graders.report import render_lesson
+
+    out = io.StringIO()
+    check = {
+        "id": "ce-matches-torch",
+        "function": "cross_entropy",
+        "points": 0,
+        "max_points": 3,
+        "passed": False,
+        "hidden": False,
+        "hint": "for each row, loss = logsumexp(logits) - logits[target]; return the mean " * 2,
+        "detail": "cross_entropy(logits [6, 10]) returned tensor(2.0), expected tensor(2.5) " * 2,
+        "link": "chapters/05-objective.md#x",
+    }
+    lesson = {"title": "The training objective", "slug": "objective", "points": 0}
+    render_lesson(Console(file=out, width=70), lesson | {"max_points": 3, "checks": [check]})
+    lines = out.getvalue().splitlines()
+    assert lines[0].strip() == "Lesson: The training objective (objective) 0/3 points"
+    note = lines[lines.index(next(x for x in lines if "✗ ce-matches-torch:" in x)) :]
+    assert len(note) > 3 and all(x.startswith("    ") for x in note[1:] if x.strip())

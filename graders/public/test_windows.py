@@ -160,7 +160,8 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
             atol=0,
             detail=f"{what}: epoch {epoch + 1} gave {len(batches)} batches of shapes "
             f"{shapes[:4]}{'...' if len(shapes) > 4 else ''}; expected {len(want)} batches"
-            f" in PyTorch's order" + (" for that seed" if config.get("seed") is not None else "")
+            f" in PyTorch's order"
+            + (" for that seed" if config.get("seed") is not None else "")
             + first,
         )
 
