@@ -329,3 +329,44 @@ def test_terminal_report_header_on_its_own_line_and_hints_wrap_with_hanging_inde
     assert lines[0].strip() == "Lesson: The training objective (objective) 0/3 points"
     note = lines[lines.index(next(x for x in lines if "✗ ce-matches-torch:" in x)) :]
     assert len(note) > 3 and all(x.startswith("    ") for x in note[1:] if x.strip())
+
+
+def test_each_windows_check_is_charged_only_for_its_own_mistake(tmp_path):
+    """Wrong items with the right length keep `token-windows-len`; a global seed fails
+    `make-loader-seeded` with a detail that shows the first batch that differs."""
+    from grader_variants import V, build_target
+
+    wrong_items = V(
+        "windows",
+        "TokenWindows.__getitem__",
+        "unshifted",
+        None,
+        """
+        def __getitem__(self, i):
+            start = self.starts[i]
+            window = self.ids[start : start + self.context_length]
+            return window, window
+        """,
+    )
+    global_seed = V(
+        "windows",
+        "make_loader",
+        "global-seed",
+        None,
+        """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            if seed is not None:
+                torch.manual_seed(seed)
+            return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
+                              shuffle=shuffle, drop_last=drop_last)
+        """,
+    )
+    target = build_target(tmp_path, [wrong_items, global_seed])
+    report = graders.grade(target, lessons=["windows"])
+    checks = {c["id"]: c for c in report["lessons"][0]["checks"]}
+    assert checks["token-windows-len"]["passed"]
+    assert not checks["token-windows-items"]["passed"]
+    seeded = checks["make-loader-seeded"]
+    assert not seeded["passed"]
+    assert "first differs" in seeded["detail"]
