@@ -39,37 +39,46 @@ def _chunks(n: int, size: int) -> list[slice]:
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
-class _ChunkedLinearCrossEntropy(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int) -> Tensor:
-        n_rows, vocab = h.shape[0], weight.shape[0]
-        valid = targets != IGNORE_INDEX
-        n_valid = valid.sum()
-        scale = 1.0 / n_valid.clamp(min=1).to(h.dtype)
-        grad_h = torch.zeros_like(h)
-        grad_w = torch.zeros_like(weight)
-        total = h.new_zeros(())
-        buffer = _buffer(min(chunk_rows, n_rows), vocab, h)
-        for rows in _chunks(n_rows, chunk_rows):
-            h_c, y_c, keep = h[rows], targets[rows], valid[rows]
-            logits = buffer[: h_c.shape[0]]
-            torch.mm(h_c, weight.t(), out=logits)
-            safe_y = y_c.clamp(min=0).unsqueeze(1)
-            picked = logits.gather(1, safe_y).squeeze(1)
-            peak = logits.max(dim=1, keepdim=True).values
-            probs = logits.sub_(peak).exp_()  # in place: the buffer now holds exp(z - max)
-            norm = probs.sum(dim=1, keepdim=True)
-            lse = peak.squeeze(1) + norm.squeeze(1).log()
-            total += ((lse - picked) * keep).sum()
+def _chunked(
+    h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int, with_grad: bool
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """The mean loss and, when ``with_grad``, its gradients with respect to h and weight."""
+    n_rows, vocab = h.shape[0], weight.shape[0]
+    valid = targets != IGNORE_INDEX
+    n_valid = valid.sum()
+    scale = 1.0 / n_valid.clamp(min=1).to(h.dtype)
+    grad_h = torch.zeros_like(h) if with_grad else None
+    grad_w = torch.zeros_like(weight) if with_grad else None
+    total = h.new_zeros(())
+    buffer = _buffer(min(chunk_rows, n_rows), vocab, h)
+    for rows in _chunks(n_rows, chunk_rows):
+        h_c, y_c, keep = h[rows], targets[rows], valid[rows]
+        logits = buffer[: h_c.shape[0]]
+        torch.mm(h_c, weight.t(), out=logits)
+        safe_y = y_c.clamp(min=0).unsqueeze(1)
+        picked = logits.gather(1, safe_y).squeeze(1)
+        peak = logits.max(dim=1, keepdim=True).values
+        probs = logits.sub_(peak).exp_()  # in place: the buffer now holds exp(z - max)
+        norm = probs.sum(dim=1, keepdim=True)
+        lse = peak.squeeze(1) + norm.squeeze(1).log()
+        total += ((lse - picked) * keep).sum()
+        if with_grad:
             # d loss / d logits = (softmax - one_hot) / n_valid on kept rows, 0 on ignored ones.
             row_scale = (keep.to(h.dtype) * scale).unsqueeze(1)
             probs.mul_(row_scale / norm)
             probs.scatter_add_(1, safe_y, -row_scale)
             torch.mm(probs, weight, out=grad_h[rows])
             grad_w.addmm_(probs.t(), h_c)
+    loss = total * scale
+    return torch.where(n_valid > 0, loss, torch.full_like(loss, float("nan"))), grad_h, grad_w
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int) -> Tensor:
+        loss, grad_h, grad_w = _chunked(h, weight, targets, chunk_rows, with_grad=True)
         ctx.save_for_backward(grad_h, grad_w)
-        loss = total * scale
-        return torch.where(n_valid > 0, loss, torch.full_like(loss, float("nan")))
+        return loss
 
     @staticmethod
     def backward(ctx, grad_loss: Tensor):
@@ -92,14 +101,4 @@ def linear_cross_entropy(
         h32, w32 = h.to(dtype), weight.to(dtype)
         if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
             return _ChunkedLinearCrossEntropy.apply(h32, w32, targets, chunk_rows)
-        return _loss_only(h32, w32, targets, chunk_rows)
-
-
-def _loss_only(h: Tensor, weight: Tensor, targets: Tensor, chunk_rows: int) -> Tensor:
-    valid = targets != IGNORE_INDEX
-    total = h.new_zeros(())
-    for rows in _chunks(h.shape[0], chunk_rows):
-        logits = h[rows] @ weight.t()
-        picked = logits.gather(1, targets[rows].clamp(min=0).unsqueeze(1)).squeeze(1)
-        total += ((torch.logsumexp(logits, dim=1) - picked) * valid[rows]).sum()
-    return total / valid.sum()
+        return _chunked(h32, w32, targets, chunk_rows, with_grad=False)[0]
