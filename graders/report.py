@@ -181,11 +181,27 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
 
 
 def render_total(console: Any, report: dict[str, Any]) -> None:
+    """The run's last word: one table of every graded lesson, then the total."""
+    from rich.table import Table
     from rich.text import Text
 
-    rows = [f"  {e['slug']:<12} {e['points']:>4}/{e['max_points']:<4}" for e in report["lessons"]]
+    table = Table(title="Summary", title_justify="left", title_style="bold")
+    table.add_column("lesson", no_wrap=True)
+    table.add_column("title")
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for lesson in report["lessons"]:
+        points, most = lesson["points"], lesson["max_points"]
+        to_do = sum(1 for check in lesson["checks"] if not check["passed"])
+        if not lesson["checks"]:
+            status = Text("no checks yet", "dim")
+        elif points == most:
+            status = Text("done", "bold green")
+        else:
+            status = Text(f"to do ({to_do} of {len(lesson['checks'])} checks)", "yellow")
+        table.add_row(lesson["slug"], lesson["title"], f"{points}/{most}", status)
+    console.print(table)
     kind = "public and hidden checks" if report["hidden"] else "public checks"
-    console.print(Text("\n".join(rows)))
     console.print(
         Text.assemble(
             ("Total: ", "bold"),
