@@ -1,10 +1,15 @@
 """The checker's side of the grading worker: start it, talk to it, restart it when it fails.
 
-One worker serves a whole grading run (starting Python and torch costs seconds). A call that
-times out, crashes the worker (``os._exit``, a segfault), prints too much or sends back
-something unreadable fails that one check: the worker is killed with its whole process group
-and a fresh one starts on the next call. A student's exception (``sys.exit`` included) is
-just an answer; the worker goes on.
+Every lesson gets a fresh worker (the next one starts while the current lesson is graded, so
+the switch costs little), so that nothing one lesson's code does to its process (patching
+torch, say) reaches another lesson's checks. A call that times out, crashes the worker
+(``os._exit``, a segfault), prints too much or sends back something unreadable fails that one
+check: the worker is killed with its whole process group and a fresh one starts on the next
+call. A student's exception (``sys.exit`` included) is just an answer; the worker goes on.
+
+While a call runs, the worker may ask questions: the proxies of the graded function's
+dependencies (graders/worker.py) send their inputs, and graders/dependencies.py answers them
+here, for that function's dependencies only.
 
 Isolation without a sandbox. The worker runs in its own session and process group with
 ``python -I`` (no PYTHON* variables, no user site, no script directory on ``sys.path``), in an
@@ -18,8 +23,8 @@ is read with ``torch.load(weights_only=True)`` and validated in the checker.
 What that does not stop: the worker runs as the same user as the checker, so the student's
 code can read any file that user can (the hidden graders, if they are on disk), write files
 the user owns (the grader tree itself, affecting later runs, though not the run in progress:
-its tests and oracles are imported before any student code runs, and the worker's source and
-the trusted implementations it plugs in, graders/trusted.py, are read once),
+its tests and oracles are imported before any student code runs, and the worker's source is
+read once),
 signal or kill the checker, use the network, and fork up to the limits (not at all limited
 for root). ``--sandbox`` (graders/sandbox.py) is where those are closed.
 """
@@ -92,10 +97,6 @@ class StudentError(Exception):
             return NOT_IMPLEMENTED
         if self.is_a("SystemExit"):
             return EXITED
-        if self.type_name == "ForbiddenCall":  # a library call the exercise asks to write by hand
-            for message, _ in protocol.FORBIDDEN.values():
-                if self.message.startswith(message):
-                    return message
         if self.is_a("MemoryError") or "can't allocate memory" in self.message:
             return OUT_OF_MEMORY.format(gib=DEFAULT_MEMORY / (1 << 30))
         return None
@@ -108,7 +109,7 @@ def _failed(detail: str, hint: str) -> CheckFailed:
 class _Process:
     """One worker process: its pipes, its buffers, its greeting."""
 
-    def __init__(self, command: list[str], source: bytes, trusted: bytes = b"") -> None:
+    def __init__(self, command: list[str], source: bytes) -> None:
         self.workdir = tempfile.mkdtemp(prefix="grader-worker-")
         try:
             self.popen = subprocess.Popen(
@@ -128,11 +129,10 @@ class _Process:
             os.set_blocking(stream.fileno(), False)
         self.ready = False
         self.alive = True
+        self.module: str | None = None  # the lesson module it was started for
         self.tail = bytearray()
         self.buffer = bytearray()
-        self.pending = bytearray(
-            protocol.FRAME.pack(len(source)) + source + protocol.FRAME.pack(len(trusted)) + trusted
-        )
+        self.pending = bytearray(protocol.FRAME.pack(len(source)) + source)
 
     def kill(self) -> None:
         if not self.alive:
@@ -294,11 +294,17 @@ def _environment(workdir: str) -> dict[str, str]:
     return env
 
 
-class WorkerClient:
-    """A persistent worker for one target package; see the module docstring.
+# The provided package (gpt/) beside graders/, in a checkout and in a release alike: the worker
+# imports it for the lesson modules that use it (tokens: gpt.vocab).
+PROVIDED = Path(protocol.__file__).resolve().parents[1] / "gpt"
 
-    After the first failure that kills a worker, a spare one is kept warm, so that code which
-    crashes or hangs again and again costs little more than its timeouts.
+
+class WorkerClient:
+    """The worker of one target package, fresh for every lesson; see the module docstring.
+
+    A spare worker starts ahead of need: the next lesson's, and after a failure that killed
+    one, the replacement, so that code which crashes or hangs again and again costs little
+    more than its timeouts.
     """
 
     def __init__(
@@ -308,24 +314,28 @@ class WorkerClient:
         sandbox: bool = False,
         memory: int = DEFAULT_MEMORY,
         startup_timeout: float = STARTUP_TIMEOUT,
-        preload: tuple[str, ...] = (),
+        preload: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.target = Path(target).resolve()
-        self.preload = preload
+        # Slow first imports a lesson's worker does at startup, by lesson module.
+        self.preload = dict(preload or {})
+        self.module: str | None = None  # the lesson module the current worker is for
         self.sandbox = sandbox
         self.memory = memory
         self.startup_timeout = startup_timeout
-        # Read once, before any student code runs: rewriting the files later changes nothing.
+        # Read once, before any student code runs: rewriting the file later changes nothing.
         self._source = Path(protocol.__file__).read_bytes()
-        self._trusted = trusted_source()
+        self._answers = _dependency_answers()
         self._proc: _Process | None = None
         self._spare: _Process | None = None
+        self._used = False  # whether the current worker has run any of the student's code
         self.starts = 0  # worker processes started
         self.failures = 0  # workers lost to a timeout, crash, flood of output or bad answer
         self.imported: set[str] = set()
         self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
 
-    def command(self) -> list[str]:
+    def command(self, module: str | None = None) -> list[str]:
+        preload = self.preload.get(module or "", ())
         base = [
             sys.executable,
             "-I",
@@ -333,25 +343,50 @@ class WorkerClient:
             protocol.BOOTSTRAP,
             "--memory",
             str(self.memory),
-            *(arg for module in self.preload for arg in ("--preload", module)),
+            *(arg for name in preload for arg in ("--preload", name)),
+            *(("--provided", str(PROVIDED)) if PROVIDED.is_dir() else ()),
             "--target",
             str(self.target),
         ]
         return worker_command(base, self.target, sandbox=self.sandbox)
 
-    def _spawn(self) -> _Process:
+    def _spawn(self, module: str | None) -> _Process:
         self.starts += 1
-        return _Process(self.command(), self._source, self._trusted)
+        process = _Process(self.command(module), self._source)
+        process.module = module
+        return process
 
-    def start(self) -> None:
+    def _take_spare(self) -> _Process:
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.module == self.module:
+            return spare
+        if spare is not None:
+            spare.kill()
+        return self._spawn(self.module)
+
+    def start(self, module: str | None = None) -> None:
         """Have a worker starting (it imports torch meanwhile); no waiting."""
+        if module is not None:
+            self.module = module
         if self._proc is None or not self._proc.alive:
             if self._proc is not None:
                 self.failures += 1
-            self._proc, self._spare = self._spare or self._spawn(), None
+            self._proc = self._take_spare()
+            self._used = False
             self.imported.clear()
             if self.failures:
-                self._spare = self._spawn()
+                self._spare = self._spawn(self.module)
+
+    def fresh(self, module: str, next_module: str | None = None) -> None:
+        """A new worker for lesson ``module`` from here on, with the worker of ``next_module``
+        (the lesson after it, if any) starting behind it. A worker for the same module that
+        has run no student code yet is kept."""
+        current = self._proc
+        if current is not None and current.alive and (self._used or current.module != module):
+            current.kill()
+        self.start(module)
+        if next_module is not None and self._spare is None:
+            self._spare = self._spawn(next_module)
 
     def _ready(self) -> _Process:
         self.start()
@@ -369,14 +404,45 @@ class WorkerClient:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def request(self, message: dict, timeout: float, *, what: str) -> dict:
-        """One request; harness failures raise CheckFailed, the student's errors StudentError."""
+    def request(
+        self, message: dict, timeout: float, *, what: str, function: str | None = None
+    ) -> dict:
+        """One request; harness failures raise CheckFailed, the student's errors StudentError.
+
+        While it runs, the proxies of ``function``'s dependencies may ask questions; they are
+        answered here, within the same time limit."""
         proc = self._ready()
-        answer = proc.exchange(protocol.encode(message), timeout, what=what)
+        self._used = True
+        deadline = time.monotonic() + timeout
+        if self._answers is not None:
+            self._answers.allow(function)
+        try:
+            answer = proc.exchange(protocol.encode(message), timeout, what=what)
+            while isinstance(answer, dict) and "ask" in answer:
+                reply = self._reply(answer)
+                remaining = max(deadline - time.monotonic(), 0.001)
+                answer = proc.exchange(protocol.encode(reply), remaining, what=what)
+        finally:
+            if self._answers is not None:
+                self._answers.allow(None)
         if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
             proc.kill()
             raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
         return answer
+
+    def _reply(self, question: dict) -> dict:
+        from .dependencies import Refused
+
+        if self._answers is None:
+            return {"ok": False, "error": "this grader answers no questions"}
+        try:
+            value = self._answers.answer(question["ask"], question.get("question"))
+        except Refused as refusal:
+            return {"ok": False, "error": str(refusal)}
+        return {"ok": True, "value": value}
+
+    def _proxies(self, function: str) -> list[str]:
+        return [] if self._answers is None else self._answers.names(function)
 
     def ensure_module(self, module: str, timeout: float) -> None:
         """Import the student's module once; an import that fails is remembered for the run
@@ -399,8 +465,16 @@ class WorkerClient:
             raise error
         self.imported.add(module)
 
-    def call(self, function: str, args: list, kwargs: dict, timeout: float) -> tuple[Any, Any]:
-        """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after)."""
+    def call(
+        self,
+        function: str,
+        args: list,
+        kwargs: dict,
+        timeout: float,
+        rule: dict | None = None,
+    ) -> tuple[Any, Any]:
+        """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after).
+        ``rule``: a "by hand" rule's operations, which the worker watches during the call."""
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {
@@ -409,9 +483,12 @@ class WorkerClient:
                 "args": args,
                 "kwargs": kwargs,
                 "return_inputs": True,
+                "proxies": self._proxies(function),
+                "rule": rule,
             },
             timeout,
             what=_name(function),
+            function=function,
         )
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))
@@ -419,12 +496,22 @@ class WorkerClient:
         inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
         return value, inputs
 
-    def scenario(self, name: str, function: str, config: dict, timeout: float) -> Any:
+    def scenario(
+        self, name: str, function: str, config: dict, timeout: float, rule: dict | None = None
+    ) -> Any:
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
-            {"op": "scenario", "name": name, "function": function, "config": config},
+            {
+                "op": "scenario",
+                "name": name,
+                "function": function,
+                "config": config,
+                "proxies": self._proxies(function),
+                "rule": rule,
+            },
             timeout,
             what=_name(function),
+            function=function,
         )
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))
@@ -436,13 +523,14 @@ class WorkerClient:
         return unpack(answer.get("value"), "limits")
 
 
-def trusted_source() -> bytes:
-    """graders/trusted.py's source (the trusted dependencies the worker plugs in), or b"" where
-    the file is absent: the student release, whose worker then uses the submission's own."""
+def _dependency_answers() -> Any:
+    """graders/dependencies.py's answerer, or None where it is absent (the student release,
+    whose worker then runs a function with the submission's own dependencies)."""
     try:
-        return (Path(protocol.__file__).parent / "trusted.py").read_bytes()
-    except FileNotFoundError:
-        return b""
+        from .dependencies import Answers
+    except ModuleNotFoundError:
+        return None
+    return Answers()
 
 
 def unpack(packed: Any, what: str) -> Any:

@@ -22,6 +22,16 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     [lesson.check.mistakes]            # optional: hints for specific mistakes a check diagnoses
     off-by-one = "..."
 
+A "by hand" rule is a ``[[lesson.rule]]`` table: while ``function`` is graded, the torch
+operations in ``ops`` (schema names, e.g. ``aten::logsumexp``) must not run, and the names in
+``names`` must not appear in its code (graders/rules.py); ``message`` is the hint of a breach:
+
+    [[lesson.rule]]
+    function = "cross_entropy"
+    ops = ["aten::logsumexp"]
+    names = ["logsumexp"]
+    message = "..."
+
 This module needs only the standard library, so the site can import it cheaply.
 """
 
@@ -51,7 +61,8 @@ _LESSON_KEYS = {
     "functions": list,
     "sections": dict,
 }
-_OPTIONAL_LESSON_KEYS = {"check"}
+_OPTIONAL_LESSON_KEYS = {"check", "rule"}
+_RULE_KEYS = {"function": str, "ops": list, "names": list, "message": str}
 _CHECK_KEYS = {"id": str, "function": str, "points": int, "hidden": bool, "hint": str}
 _OPTIONAL_CHECK_KEYS = {"section": str, "timeout": (int, float), "mistakes": dict}
 
@@ -101,6 +112,21 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A "by hand" rule: operations that must not run, and names that must not appear, in
+    ``function`` (see the module docstring)."""
+
+    function: str
+    ops: tuple[str, ...]
+    names: tuple[str, ...]
+    message: str
+
+    def as_request(self) -> dict:
+        """What the worker needs to watch the operations (graders/worker.py's ``watched``)."""
+        return {"ops": list(self.ops), "message": self.message}
+
+
+@dataclass(frozen=True)
 class Lesson:
     number: int
     slug: str
@@ -111,6 +137,10 @@ class Lesson:
     functions: tuple[str, ...]
     sections: Mapping[str, str]
     checks: tuple[Check, ...]
+    rules: tuple[Rule, ...] = ()
+
+    def rule(self, function: str) -> Rule | None:
+        return next((rule for rule in self.rules if rule.function == function), None)
 
     def selected_checks(self, hidden: bool) -> tuple[Check, ...]:
         """The public checks, plus the hidden ones when ``hidden``."""
@@ -269,6 +299,11 @@ def _lesson(raw: Any, where: str) -> Lesson:
                 raise ManifestError(
                     f"{where}: mistake {key!r} of {check.function} has two different hints"
                 )
+    raw_rules = raw.get("rule", [])
+    if not isinstance(raw_rules, list):
+        raise ManifestError(f"{where}: 'rule' must be an array of tables ([[lesson.rule]])")
+    rules = tuple(_rule(r, functions, f"{where}, rule {i + 1}") for i, r in enumerate(raw_rules))
+    _unique([rule.function for rule in rules], f"{where}: rule for function")
     return Lesson(
         number=raw["number"],
         slug=raw["slug"],
@@ -279,6 +314,26 @@ def _lesson(raw: Any, where: str) -> Lesson:
         functions=tuple(functions),
         sections=MappingProxyType(dict(sections)),
         checks=checks,
+        rules=rules,
+    )
+
+
+def _rule(raw: Any, functions: list[str], where: str) -> Rule:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where}: not a table")
+    _typed(raw, _RULE_KEYS, {}, where)
+    if raw["function"] not in functions:
+        raise ManifestError(f"{where}: unknown function {raw['function']!r}")
+    for key in ("ops", "names"):
+        if not all(isinstance(v, str) and v for v in raw[key]):
+            raise ManifestError(f"{where}: {key} must be an array of non-empty strings")
+    if not raw["ops"] or not raw["message"].strip():
+        raise ManifestError(f"{where}: a rule needs ops and a message")
+    return Rule(
+        function=raw["function"],
+        ops=tuple(raw["ops"]),
+        names=tuple(raw["names"]),
+        message=raw["message"].strip(),
     )
 
 

@@ -26,9 +26,12 @@ from . import answers
 from .checking import CheckFailed, GraderUnavailable, same
 from .client import StudentError, WorkerClient, WorkerUnavailable
 from .hints import IN_PLACE
-from .manifest import Check, Lesson, Manifest, ManifestError
+from .manifest import Check, Lesson, Manifest, ManifestError, Rule
 from .report import Report
+from .rules import breach_in
 from .worker import GENERATOR
+
+NOT_RUN = "not run (module failed to import)"
 
 
 def seeded(seed: int) -> dict:
@@ -50,28 +53,60 @@ def _as_sent(obj: Any) -> Any:
 class Student:
     """The student's lesson module, reached through the worker, for one check."""
 
-    def __init__(self, client: WorkerClient, check: Check, lesson: Lesson, timeout: float):
+    def __init__(
+        self,
+        client: WorkerClient,
+        check: Check,
+        lesson: Lesson,
+        timeout: float,
+        breaches: dict[str, str | None] | None = None,
+    ):
         self._client = client
         self.check = check
+        self.lesson = lesson
         self.module = lesson.module
         self.timeout = timeout
+        self._breaches = {} if breaches is None else breaches  # function -> rule broken (cache)
         self._fatal: CheckFailed | None = None  # a crash or timeout ends the check
 
-    def _guard(self, run: Callable[[], Any]) -> Any:
+    def _guard(self, run: Callable[[], Any], function: str) -> Any:
         if self._fatal is not None:
             raise self._fatal
+        rule = self.lesson.rule(function)
         try:
+            if rule is not None:
+                self._obey(rule)
             return run()
         except CheckFailed as failure:
             if failure.hint is not None:
                 self._fatal = failure
             raise
+        except StudentError as error:
+            if rule is not None and error.type_name == "ForbiddenCall":
+                self._fatal = CheckFailed(error.detail, hint=rule.message)
+                raise self._fatal from None
+            raise
+
+    def _obey(self, rule: Rule) -> None:
+        """The rule, read from the student's source here in the checker (graders/rules.py)."""
+        if rule.function not in self._breaches:
+            self._breaches[rule.function] = breach_in(self._client.target, self.module, rule)
+        breach = self._breaches[rule.function]
+        if breach is not None:
+            raise CheckFailed(breach, hint=rule.message)
+
+    def _rule(self, function: str) -> dict | None:
+        rule = self.lesson.rule(function)
+        return None if rule is None else rule.as_request()
 
     def call(self, function: str, *args: Any, **kwargs: Any) -> Any:
         """``module.function(*args, **kwargs)`` in the worker; fails if it changed its inputs."""
         name = f"{self.module}.{function}"
         value, inputs = self._guard(
-            lambda: self._client.call(name, list(args), kwargs, self.timeout)
+            lambda: self._client.call(
+                name, list(args), kwargs, self.timeout, rule=self._rule(function)
+            ),
+            function,
         )
         if not same(inputs, [_as_sent(list(args)), _as_sent(kwargs)], rtol=0.0, atol=0.0):
             raise CheckFailed(f"{function} changed its input in place", hint=IN_PLACE)
@@ -91,8 +126,14 @@ class Student:
 
     def scenario(self, name: str, function: str | None = None, **config: Any) -> Any:
         """A trusted scenario (graders/worker.py) around ``function`` (default: the check's)."""
-        target = f"{self.module}.{function or self.check.function}"
-        return self._guard(lambda: self._client.scenario(name, target, config, self.timeout))
+        function = function or self.check.function
+        target = f"{self.module}.{function}"
+        return self._guard(
+            lambda: self._client.scenario(
+                name, target, config, self.timeout, rule=self._rule(function)
+            ),
+            function,
+        )
 
 
 def _unwrap(error: BaseException) -> BaseException:
@@ -131,8 +172,10 @@ class GradingPlugin:
         self.errors: list[str] = []
         self._item_check: dict[str, Check] = {}
         self._remaining: dict[str, int] = {}  # check id -> tests not finished
-        self._failure: dict[str, tuple[str, str]] = {}  # check id -> (hint, detail)
+        self._failure: dict[str, tuple[str | None, str]] = {}  # check id -> (hint, detail)
         self._lesson_left: dict[str, int] = {}
+        self._lesson_now: str | None = None  # the lesson whose worker is running
+        self._breaches: dict[str, dict[str, str | None]] = {}  # lesson -> function -> breach
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -143,7 +186,9 @@ class GradingPlugin:
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         try:
-            self.client.start()  # Python and torch load in the worker while pytest collects
+            first = next(iter(self.lessons.values()), None)
+            # Python and torch load in the worker while pytest collects
+            self.client.start(first.module if first is not None else None)
         except WorkerUnavailable as error:
             self.errors.append(str(error))
 
@@ -210,7 +255,23 @@ class GradingPlugin:
         if check.id in self._failure:  # an earlier test of this check failed: it has 0 points
             pytest.skip("check already failed")
         lesson = self.lessons[check.lesson]
-        return Student(self.client, check, lesson, check.timeout * self.timeout_scale)
+        timeout = check.timeout * self.timeout_scale
+        if check.lesson != self._lesson_now:
+            # Every lesson in a fresh worker: what one lesson's code did to its process
+            # (a patched torch, say) cannot reach another lesson's checks.
+            self._lesson_now = check.lesson
+            order = list(self.lessons)
+            later = order[order.index(check.lesson) + 1 :]
+            self.client.fresh(lesson.module, self.lessons[later[0]].module if later else None)
+        try:
+            self.client.ensure_module(lesson.module, timeout)
+        except (StudentError, CheckFailed) as error:
+            detail = error.detail if isinstance(error, StudentError) else str(error.detail)
+            self.report.import_failed(lesson.slug, f"{lesson.module}.py: {detail}")
+            self._failure[check.id] = (None, NOT_RUN)
+            pytest.skip("the module failed to import")
+        breaches = self._breaches.setdefault(lesson.slug, {})
+        return Student(self.client, check, lesson, timeout, breaches)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:

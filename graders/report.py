@@ -4,9 +4,13 @@ Schema (``complete`` is false until the run ends, so a report left by a killed r
 checks not graded yet have ``passed: false`` and detail "not graded"):
 
     {"target", "hidden", "complete", "points", "max_points",
-     "lessons": [{"slug", "title", "points", "max_points",
+     "lessons": [{"slug", "title", "points", "max_points", "import_error",
                   "checks": [{"id", "function", "points", "max_points", "passed", "hint",
                               "link", "url", "detail", "hidden"}]}]}
+
+``import_error`` is null, or the one line that says why the lesson's module failed to import
+(exception, file and line); its checks then have detail "not run (module failed to import)"
+and no hint.
 
 ``link`` is the chapter page and section relative to course/ (chapters/01-tokens.md#x),
 ``url`` the same place on the built site (chapters/01-tokens/#x). ``hint`` and ``detail`` are
@@ -57,6 +61,7 @@ class Report:
                 "title": lesson.title,
                 "points": 0,
                 "max_points": sum(c.points for c in checks),
+                "import_error": None,
                 "checks": [],
             }
             for check in checks:
@@ -89,6 +94,13 @@ class Report:
         lesson["points"] = sum(c["points"] for c in lesson["checks"])
         self.data["points"] = sum(e["points"] for e in self.data["lessons"])
         self.write()
+
+    def import_failed(self, slug: str, message: str) -> None:
+        """The lesson's module failed to import: said once, for the whole lesson."""
+        lesson = self.lesson(slug)
+        if lesson.get("import_error") is None:
+            lesson["import_error"] = message
+            self.write()
 
     def lesson(self, slug: str) -> dict[str, Any]:
         return next(e for e in self.data["lessons"] if e["slug"] == slug)
@@ -138,6 +150,13 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
         (f"{lesson['points']}/{lesson['max_points']} points", "bold green" if done else "bold"),
     )
     console.print(title)  # its own line: a table title would wrap at the table's width
+    if lesson.get("import_error"):
+        # One cause, said once and first; its checks did not run, so no hints.
+        console.print(
+            Text.assemble(
+                ("  ✗ ", "red"), ("failed to import: ", "bold red"), lesson["import_error"]
+            )
+        )
     table = Table(box=None, pad_edge=False)
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True)
@@ -146,9 +165,10 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
     failed = []
     for check in lesson["checks"]:
         name = check["id"] + (" (hidden)" if check["hidden"] else "")
-        mark = Text("✓", "green") if check["passed"] else Text("✗", "red")
+        not_run = lesson.get("import_error") and not check["passed"]
+        mark = Text("✓", "green") if check["passed"] else Text("-" if not_run else "✗", "red")
         table.add_row(mark, name, check["function"], f"{check['points']}/{check['max_points']}")
-        if not check["passed"]:
+        if not check["passed"] and not not_run:
             failed.append(check)
     console.print(table)
     stubs: dict[str, dict[str, Any]] = {}

@@ -1,25 +1,20 @@
 """Trusted implementations of exercises: instructors' graders only, never released.
 
-While one function is graded, the worker (graders/worker.py) plugs these in for the names of
-its own module that the function builds on (``DEPENDENCIES`` there: ``fit`` gets a correct
-``train_step`` and ``evaluate``, ``lm_loss`` a correct ``cross_entropy``, ...), so that every
-check grades one function and a mistake in one function costs only its own checks. The
-checker's oracles (graders/oracles.py) use them as well.
+They run in the checker's process only, never in the worker that runs the student's code: the
+oracles (graders/oracles.py) compute expected answers with them, and graders/dependencies.py
+answers the worker's proxies with them (``fit`` is graded with a correct ``train_step`` and
+``evaluate``, ``lm_loss`` with a correct ``cross_entropy``, ...), so that every check grades one
+function and a mistake in one function costs only its own checks.
 
 These are reference implementations of exercises, so this file is as secret as solutions/:
 the student release leaves it out (graders/instructor/release.py), and a released copy of the
 graders, which lacks it, grades a function with the submission's own versions of the
-functions it builds on (see graders/worker.py).
-
-This file runs standalone. ``graders.client`` reads it once and sends its source to the
-worker, which runs it before any student code; so it imports only the standard library, torch
-and regex, never another file of the grader tree.
+functions it builds on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -96,6 +91,26 @@ def sample_next(
     return torch.multinomial(scaled.softmax(dim=-1), 1, generator=generator).squeeze(-1)
 
 
+def accumulate(
+    model: nn.Module,
+    micro_batches: list,
+    max_grad_norm: float = 1.0,
+    *,
+    scale: bool = True,
+    clip: bool = True,
+) -> float:
+    """A step's gradients (accumulated, clipped) and its mean loss, without the update."""
+    model.train()
+    losses = []
+    for x, y in micro_batches:
+        loss = next_token_loss(model, x, y)
+        (loss / len(micro_batches) if scale else loss).backward()
+        losses.append(loss.item())
+    if clip:
+        nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    return sum(losses) / len(losses)
+
+
 def train_step(
     model: nn.Module,
     micro_batches: list,
@@ -106,17 +121,10 @@ def train_step(
     clip: bool = True,
 ) -> float:
     """The reference step; ``scale``/``clip`` False give the classic mistakes, for diagnosis."""
-    model.train()
-    losses = []
-    for x, y in micro_batches:
-        loss = next_token_loss(model, x, y)
-        (loss / len(micro_batches) if scale else loss).backward()
-        losses.append(loss.item())
-    if clip:
-        nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    loss = accumulate(model, micro_batches, max_grad_norm, scale=scale, clip=clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return sum(losses) / len(losses)
+    return loss
 
 
 def evaluate(model: nn.Module, batches: Iterable) -> float:
@@ -126,17 +134,3 @@ def evaluate(model: nn.Module, batches: Iterable) -> float:
         losses = [next_token_loss(model, x, y).item() for x, y in batches]
     model.train(mode)
     return sum(losses) / len(losses)
-
-
-# What the worker plugs in, by name (graders/worker.py's DEPENDENCIES says where).
-TRUSTED: dict[str, Any] = {
-    "split_pieces": split_pieces,
-    "bpe_merge": bpe_merge,
-    "cross_entropy": cross_entropy,
-    "shift": shift,
-    "window_starts": window_starts,
-    "TokenWindows": TokenWindows,
-    "sample_next": sample_next,
-    "train_step": train_step,
-    "evaluate": evaluate,
-}

@@ -294,7 +294,7 @@ def test_trusted_dependencies_are_plugged_in_only_where_installed(tmp_path, monk
         logits[:, :-1].reshape(-1, 5), ids[:, 1:].reshape(-1)
     )
     assert torch.allclose(loss, expected)
-    monkeypatch.setattr(client_module, "trusted_source", lambda: b"")
+    monkeypatch.setattr(client_module, "_dependency_answers", lambda: None)
     released = WorkerClient(target)
     try:
         with pytest.raises(StudentError, match="cross_entropy") as raised:

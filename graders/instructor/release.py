@@ -17,14 +17,15 @@ starts with its position, which lets autograde rebuild the notebook from the gra
 ``nbgrader generate_assignment`` then records the cells in the gradebook and writes
 ``release/SLUG/``.
 
-No solution code ships. Nothing of solutions/ or graders/hidden/ is ever copied, nor the two
-grader files that hold implementations of exercises: graders/oracles.py (the checks' answers,
-correct and mistaken) and graders/trusted.py (the trusted dependencies the worker plugs in).
+No solution code ships. Nothing of solutions/ or graders/hidden/ is ever copied, nor the
+grader files that hold or use implementations of exercises: graders/oracles.py (the checks'
+answers, correct and mistaken), graders/trusted.py and graders/dependencies.py (the checker's
+answers to the worker's proxies of a function's dependencies).
 Instead, the public checks are run here on solutions/ while graders/answers.py records every
 answer they ask for (the reference must score full marks), and each lesson's answers ship as
 data, graders/public/answers_SLUG.pt, which the released checks replay. Without
-graders/trusted.py, a released worker grades a function with the submission's own versions of
-the functions it builds on (the notebook says so); instructor autograde runs the full grader
+them, a released worker grades a function with the submission's own versions of the functions
+it builds on (the notebook says so); instructor autograde runs the full grader
 tree from the instructor's repository (graders.instructor.autograde), so it grades live,
 public and hidden checks alike, with the trusted dependencies.
 """
@@ -50,7 +51,7 @@ from .course import PACKAGE, Course, api, write_config_file
 GRADERS = ROOT / "graders"
 # graders/*.py that the release leaves out: compare.py trains against solutions/; oracles.py and
 # trusted.py hold implementations of exercises (their answers ship as recorded data instead).
-NOT_RELEASED = {"compare.py", "oracles.py", "trusted.py"}
+NOT_RELEASED = {"compare.py", "dependencies.py", "oracles.py", "trusted.py"}
 SETUP = """\
 # Run this cell first: it loads check(), which runs the course's graders on your code in
 # exercises/{module}.py (in a separate process) and prints the result of one check.

@@ -1,0 +1,159 @@
+"""The checker's answers to the worker's proxies: a graded function's dependencies, computed here.
+
+While the worker grades ``lm_loss``, the student's module sees a proxy for ``cross_entropy``
+(graders/worker.py, ``make_proxies``): each call sends its inputs here, and the trusted
+implementation (graders/trusted.py) answers in the checker's process. Only plain data crosses:
+no trusted code, expected value or rule ever enters the student's process.
+
+An ``Answers`` object belongs to one worker. It answers a question only for a dependency of
+the function being graded at that moment (``allow``), and only for inputs of a bounded size,
+so a proxy that the student's code kept, or fed a huge input, gets a refusal instead of an
+answer. Instructors' graders only: the student release leaves this file out, and its worker
+then grades with the submission's own dependencies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from . import trusted
+from .worker import DEPENDENCIES, ToyLM
+
+MAX_ELEMENTS = 1 << 22  # tensor elements in one question
+MAX_INTEGER = 1 << 20  # e.g. window_starts(n_tokens, ...): the answer's size follows from it
+MAX_ITEMS = 1 << 17  # list, tuple and dict entries in one question (a vocabulary fits)
+
+
+class Refused(Exception):
+    """A question this checker will not answer; the message says why."""
+
+
+class Answers:
+    """Answers one worker's proxies, for the dependencies of the function graded now."""
+
+    def __init__(self) -> None:
+        self.allowed: frozenset[str] = frozenset()
+        self.vocabularies: list[dict[bytes, int]] = []
+
+    @staticmethod
+    def names(function: str) -> list[str]:
+        """The dependencies of ``module.function`` that this checker answers for."""
+        return list(DEPENDENCIES.get(function, ()))
+
+    def allow(self, function: str | None) -> None:
+        """From now on answer for ``function``'s dependencies only (None: for nothing)."""
+        self.allowed = frozenset(self.names(function)) if function else frozenset()
+
+    def answer(self, name: Any, question: Any) -> Any:
+        if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
+            raise Refused(f"{name!r} is not a dependency of the function being graded")
+        _bounded(question)
+        handler = _HANDLERS.get(name)
+        if handler is None:
+            raise Refused(f"no answers for {name!r}")
+        try:
+            return handler(self, question)
+        except Refused:
+            raise
+        except Exception as error:  # noqa: BLE001 - malformed questions from the student's code
+            why = f"{type(error).__name__}: {error}"
+            raise Refused(f"{name} could not be answered: {why}") from None
+
+    # -- one handler per dependency ------------------------------------------------------------
+
+    def _pure(self, name: str, question: Any) -> Any:
+        args, kwargs = question
+        return getattr(trusted, name)(*args, **dict(kwargs))
+
+    def _ranks(self, ranks: Any) -> int:
+        if not isinstance(ranks, dict) or not all(
+            isinstance(k, bytes) and isinstance(v, int) for k, v in ranks.items()
+        ):
+            raise Refused("bpe_merge's ranks must map bytes to int")
+        self.vocabularies.append(ranks)
+        return len(self.vocabularies) - 1
+
+    def _bpe_merge(self, question: Any) -> list[int]:
+        piece, key = question
+        if not isinstance(piece, bytes) or not 0 <= key < len(self.vocabularies):
+            raise Refused("bpe_merge takes a bytes piece and a ranks table")
+        return trusted.bpe_merge(piece, self.vocabularies[key])
+
+    def _token_windows(self, question: Any) -> list[tuple[Tensor, Tensor]]:
+        windows = trusted.TokenWindows(*question)
+        if len(windows) > MAX_ITEMS:
+            raise Refused("too many windows to send")
+        return [windows[i] for i in range(len(windows))]
+
+    def _sample_next(self, question: Any) -> tuple[Tensor, Tensor | None]:
+        logits, temperature, top_k, state = question
+        generator = None
+        if state is not None:
+            generator = torch.Generator()
+            generator.set_state(state)
+        ids = trusted.sample_next(logits, temperature, top_k, generator)
+        return ids, None if generator is None else generator.get_state()
+
+    def _train_step(self, question: Any) -> tuple[float, list[Tensor | None]]:
+        state, micro_batches, max_grad_norm = question
+        model = _toy(state)
+        loss = trusted.accumulate(model, list(micro_batches), max_grad_norm)
+        return loss, [None if p.grad is None else p.grad.detach() for p in model.parameters()]
+
+    def _evaluate(self, question: Any) -> float:
+        state, batches = question
+        return trusted.evaluate(_toy(state), list(batches))
+
+
+_HANDLERS = {
+    "split_pieces": lambda self, q: self._pure("split_pieces", q),
+    "cross_entropy": lambda self, q: self._pure("cross_entropy", q),
+    "shift": lambda self, q: self._pure("shift", q),
+    "window_starts": lambda self, q: self._pure("window_starts", q),
+    "bpe_merge.ranks": Answers._ranks,
+    "bpe_merge": Answers._bpe_merge,
+    "TokenWindows": Answers._token_windows,
+    "sample_next": Answers._sample_next,
+    "train_step": Answers._train_step,
+    "evaluate": Answers._evaluate,
+}
+
+
+def _toy(state: Any) -> ToyLM:
+    """The grader's toy model (the only model its scenarios give a dependency), from its state."""
+    if not isinstance(state, dict) or not {"wte", "wpe", "head", "bias"} <= set(state):
+        raise Refused("the model is not the grader's toy model")
+    vocab, dim = state["wte"].shape
+    model = ToyLM(vocab=vocab, dim=dim, context_length=state["wpe"].shape[0])
+    model.load_state_dict(state)
+    return model
+
+
+def _bounded(question: Any) -> None:
+    """Refuse questions too big to answer quickly."""
+    elements = 0
+    stack = [question]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            elements += item.numel()
+        elif isinstance(item, bool | float | str | bytes) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > MAX_INTEGER:
+                raise Refused(f"an integer of {item} is too large for the grader to answer")
+        elif isinstance(item, list | tuple):
+            if len(item) > MAX_ITEMS:
+                raise Refused("a list too long for the grader to answer")
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if len(item) > MAX_ITEMS:
+                raise Refused("a table too large for the grader to answer")
+            stack.extend(item.values())
+        else:
+            raise Refused(f"a {type(item).__name__} is not plain data")
+        if elements > MAX_ELEMENTS:
+            raise Refused("tensors too large for the grader to answer")
