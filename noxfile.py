@@ -155,6 +155,12 @@ def export(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Instructors: what the class gets wrong, build/nbgrader/reports/mistakes.html and .csv."""
+    _instructor(session, "report")
+
+
+@nox.session(python=PYTHON)
 def grade(session: nox.Session) -> None:
     """Grade exercises/: points, a hint and a lesson link per failed check.
 

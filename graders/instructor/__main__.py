@@ -1,4 +1,4 @@
-"""``python -m graders.instructor``: release, collect, autograde, feedback, export."""
+"""``python -m graders.instructor``: release, collect, autograde, feedback, export, report."""
 
 from __future__ import annotations
 
@@ -6,47 +6,80 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see python -m graders.instructor --help)\n")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Parser(
         prog="python -m graders.instructor",
         description="nbgrader tooling for the course's instructors",
     )
-    parser.add_argument(
-        "--course",
-        type=Path,
-        default=None,
-        help="the nbgrader course directory (default: build/nbgrader)",
-    )
-    # --course may come after the command too (`nox -s autograde -- --course DIR`).
+    # --course and --gradebook may come after the command too (`nox -s autograde -- --course D`).
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--course", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    commands = parser.add_subparsers(dest="command", required=True)
+    for where in (parser, common):
+        hide = where is common
+        where.add_argument(
+            "--course",
+            type=Path,
+            default=argparse.SUPPRESS if hide else None,
+            help=argparse.SUPPRESS
+            if hide
+            else "the nbgrader course folder (default: build/nbgrader)",
+        )
+        where.add_argument(
+            "--gradebook",
+            metavar="URL",
+            default=argparse.SUPPRESS if hide else None,
+            help=argparse.SUPPRESS
+            if hide
+            else "the gradebook's SQLAlchemy URL, e.g. postgresql+psycopg://HOST/DB (default: "
+            "$COURSE_GRADEBOOK_URL, else COURSE/gradebook.db)",
+        )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     release = commands.add_parser(
         "release", parents=[common], help="build source/ and release/ from the manifest"
     )
     release.add_argument("lessons", nargs="*", metavar="LESSON")
+    release.add_argument(
+        "--site-url",
+        default=None,
+        metavar="URL",
+        help="the course site the notebooks link to (default: $COURSE_SITE_URL, else "
+        "mkdocs.yml's site_url, http://127.0.0.1:8000/)",
+    )
     collect = commands.add_parser(
         "collect", parents=[common], help="zips in downloaded/LESSON/archive -> submitted/"
     )
     collect.add_argument("lessons", nargs="*", metavar="LESSON")
     auto = commands.add_parser(
-        "autograde", parents=[common], help="grade, record, feedback and export"
+        "autograde", parents=[common], help="collect, grade, record, feedback and export"
     )
     auto.add_argument("lessons", nargs="*", metavar="LESSON")
     auto.add_argument(
-        "--student",
-        action="append",
-        default=None,
-        metavar="ID",
-        help="only this student (repeatable)",
+        "--student", action="append", default=None, metavar="ID", help="only this student"
     )
     auto.add_argument(
         "--workers",
         type=int,
         default=min(2, os.cpu_count() or 1),
-        help="submissions graded at once (default: 2)",
+        help="submissions graded at once on this machine (default: 2)",
+    )
+    auto.add_argument(
+        "--engine",
+        choices=["dask", "threads"],
+        default="dask",
+        help="dask: Dask distributed (a local cluster, or --scheduler's); threads: no Dask",
+    )
+    auto.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="grade on this Dask cluster (tcp://HOST:8786) instead of a local one",
     )
     auto.add_argument(
         "--timeout",
@@ -60,14 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="run student code without the sandbox (trusted submissions only)",
     )
-    auto.add_argument(
-        "--no-collect",
-        dest="collect",
-        action="store_false",
-        help="skip zip_collect of downloaded/LESSON/archive",
-    )
+    auto.add_argument("--no-collect", dest="collect", action="store_false")
     auto.add_argument("--no-feedback", dest="feedback", action="store_false")
     auto.add_argument("--no-export", dest="export", action="store_false")
+    auto.add_argument(
+        "--report", action="store_true", help="write the class mistakes report as well"
+    )
     feedback = commands.add_parser(
         "feedback", parents=[common], help="feedback HTML (hidden tests stripped)"
     )
@@ -76,22 +107,54 @@ def main(argv: list[str] | None = None) -> int:
         "export", parents=[common], help="grades.csv and grades-by-check.csv"
     )
     export.add_argument("--to", type=Path, default=None, help="folder (default: the course)")
+    report = commands.add_parser(
+        "report", parents=[common], help="what the class gets wrong: mistakes.html and .csv"
+    )
+    report.add_argument("--to", type=Path, default=None, help="folder (default: the course)")
     one = commands.add_parser("grade-submission", parents=[common], help=argparse.SUPPRESS)
     one.add_argument("--student", required=True)
     one.add_argument("--lesson", required=True)
     one.add_argument("--from", dest="submission", type=Path, default=None)
     one.add_argument("--results", type=Path, default=None)
     one.add_argument("--no-sandbox", dest="sandbox", action="store_false")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    from .course import Course
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.gradebook:
+        from .course import GRADEBOOK_ENV
+
+        os.environ[GRADEBOOK_ENV] = args.gradebook  # nbgrader's own steps read it too
+    from .course import Course, GradebookError
 
     course = Course.at(args.course)
-    if args.command == "release":
-        from .release import release as run
+    try:
+        return run(args, course)
+    except GradebookError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
-        for slug in run(course, args.lessons or None):
+
+def run(args: argparse.Namespace, course: object) -> int:
+    from .course import Course
+
+    assert isinstance(course, Course)
+    if args.command == "release":
+        from .release import is_local, release
+
+        built = release(course, args.lessons or None, site=args.site_url)
+        for slug in built:
             print(f"released {slug}: {course.release / slug}")
+        from .release import course_site
+
+        site = course_site(course)
+        if is_local(site):
+            print(
+                f"note: the notebooks link to {site}, which only a student serving the site "
+                "can open; publish the site and release with --site-url URL "
+                "(or COURSE_SITE_URL)"
+            )
         return 0
     from . import autograde as pipeline
 
@@ -105,46 +168,78 @@ def main(argv: list[str] | None = None) -> int:
             sandbox=args.sandbox,
         )
         return 0
-    if not course.lessons():
+    released = course.lessons()
+    if not released and args.command != "report":
         print(
             f"error: nothing released in {course.root}: run `nox -s release` first", file=sys.stderr
         )
         return 2
+    lessons = getattr(args, "lessons", None) or None
+    unknown = [lesson for lesson in lessons or [] if lesson not in released]
+    if unknown:
+        print(
+            f"error: {unknown[0]!r} is not a released lesson (released: {', '.join(released)})",
+            file=sys.stderr,
+        )
+        return 2
+    status = 0
     if args.command == "collect" or (args.command == "autograde" and args.collect):
-        for lesson, students in pipeline.collect(course, args.lessons or None).items():
+        from .collect import collect
+
+        found, problems = collect(course, lessons)
+        for line in problems:
+            print(line, file=sys.stderr)
+        for lesson, students in found.items():
             print(f"collected {lesson}: {len(students)} submission(s)")
+        status = 1 if problems else 0
     if args.command == "autograde":
+        from .course import check_gradebook
+
+        check_gradebook(course, released)
+        jobs, problems = pipeline.find_jobs(course, lessons, args.student)
+        for line in problems:
+            print(line, file=sys.stderr)
+        waiting = {lesson for _, lesson in jobs}
+        idle = [lesson for lesson in lessons or released if lesson not in waiting]
+        if idle:
+            print(f"no submissions for {', '.join(idle)}: skipped")
         extra = {"timeout": args.timeout} if args.timeout else {}
         outcomes = pipeline.autograde(
             course,
-            args.lessons or None,
-            args.student,
+            jobs=jobs,
             workers=args.workers,
             sandbox=args.sandbox,
+            engine=args.engine,
+            scheduler=args.scheduler,
             **extra,
         )
-        if not outcomes:
-            print(f"no submissions in {course.submitted}")
         failed = [o for o in outcomes if not (o.recorded and o.graded)]
         print(
             f"autograded {len(outcomes) - len(failed)} of {len(outcomes)} submission(s); "
-            f"gradebook: {course.gradebook}"
+            f"gradebook: {course.gradebook_name()}"
         )
         for o in failed:
             print(
-                f"  grading failed: {o.student}/{o.lesson}: {'; '.join(o.notes)} (re-run: "
+                f"grading failed: {o.student}/{o.lesson}: {'; '.join(o.notes)} (re-run: "
                 f"nox -s autograde -- {o.lesson} --student {o.student})",
                 file=sys.stderr,
             )
-        status = 1 if failed else 0
-    else:
-        status = 0
+        status = 1 if failed or problems or status else 0
     if args.command == "feedback" or (args.command == "autograde" and args.feedback):
-        made = pipeline.feedback(course, args.lessons or None)
+        made, skipped = pipeline.feedback(course, lessons)
+        if skipped:
+            print(f"no autograded submissions for {', '.join(skipped)}: no feedback")
         print(f"feedback: {len(made)} file(s) in {course.feedback}")
     if args.command == "export" or (args.command == "autograde" and args.export):
-        for path in pipeline.export(course, getattr(args, "to", None)):
+        from .export import export
+
+        for path in export(course, getattr(args, "to", None)):
             print(f"exported {path}")
+    if args.command == "report" or (args.command == "autograde" and args.report):
+        from .mistakes import write_report
+
+        for path in write_report(course, getattr(args, "to", None)):
+            print(f"wrote {path}")
     return status
 
 

@@ -1,24 +1,30 @@
-"""``autograde``: grade every submission in parallel, record it with nbgrader, one writer.
+"""``autograde``: grade submissions in parallel on a Dask cluster, record them in batches.
 
 Two stages, overlapped:
 
-1. *Grading* (parallel, ``--workers`` at a time; no gradebook access): for each submission
-   ``submitted/STUDENT/LESSON/``, the package as graded (:func:`notebook.student_files`: the
-   released package with the student's lesson module) is copied to a private temporary folder
-   and graded by the harness, ``python -m graders LESSON --target ... --hidden --sandbox
-   --json ...``, in a process of its own with a wall-clock limit; its report (complete, or as
-   far as it got: the harness rewrites it after every check) lands in
-   ``results/STUDENT/LESSON.json`` with a fingerprint of the graded files.
-2. *Recording* (this process only, one submission at a time, as soon as each is graded):
-   nbgrader's own autograde (``NbGraderAPI.autograde``) copies the submission to
-   ``autograded/``, rebuilds the notebook from the gradebook and executes it; each test cell
-   reads its check's points from the report (after checking the fingerprint), and nbgrader's
-   SaveAutoGrades writes them to the SQLite gradebook. Only this thread ever opens the
-   gradebook, and a lock file keeps a second ``autograde`` off the same course directory.
+1. *Grading* (parallel; no gradebook access): every submission ``submitted/STUDENT/LESSON/``
+   becomes one task, :func:`grade_files`: the package as graded (:func:`notebook.student_files`:
+   the released package with the student's lesson module), sent as bytes, is written to a
+   private temporary folder on the worker and graded by the harness, ``python -m graders
+   LESSON --target ... --hidden --sandbox --json ...``, in a process of its own with a
+   wall-clock limit. The task returns the harness's report (complete, or as far as it got).
+   Tasks run on Dask distributed: by default a ``LocalCluster`` of ``--workers`` processes on
+   this machine; with ``--scheduler tcp://HOST:8786``, the workers of a cluster (each with this
+   repository installed: they need the hidden graders, not the course folder). A worker that
+   dies mid-task loses nothing: the scheduler runs its task again elsewhere, and nothing is
+   recorded until a task has returned.
+2. *Recording* (this process only, as results arrive): each batch of results that arrived
+   together is written to ``results/STUDENT/LESSON.json`` and recorded in the gradebook in one
+   transaction (:mod:`.gradebook`): the autograded notebook, each check's points, the
+   per-check history the class report reads. A second ``autograde`` on the same course folder
+   is kept off by a lock file.
 
 A timeout, crash or hostile submission costs only the checks it affects (the harness fails
 those checks and goes on); a submission whose grading run died outright keeps the checks its
 report already holds and gets 0 for the rest. Then ``generate_feedback`` and the exports.
+
+Plain ``nbgrader autograde`` in the course folder still works: the notebook's cells then grade
+the submission themselves (:mod:`.notebook`), one kernel per submission.
 """
 
 from __future__ import annotations
@@ -27,14 +33,13 @@ import contextlib
 import fcntl
 import json
 import os
-import queue
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,10 +47,12 @@ from typing import Any
 from graders.manifest import ROOT, load_manifest
 
 from .course import PACKAGE, Course, api
+from .gradebook import Graded, Recorder
 from .notebook import fingerprint, student_files
 
 DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
 ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")  # what nbgrader and file names accept
 
 
 @dataclass
@@ -53,7 +60,7 @@ class Outcome:
     student: str
     lesson: str
     graded: bool = False  # the harness produced a report
-    recorded: bool = False  # nbgrader wrote the grades
+    recorded: bool = False  # the gradebook holds the grades
     points: float = 0.0
     max_points: float = 0.0
     seconds: float = 0.0
@@ -83,32 +90,36 @@ def sanitize_submission(course: Course, student: str, lesson: str) -> list[str]:
     return notes
 
 
-def grade_one(
-    course: Course,
-    student: str,
+def submission_files(
+    course: Course, student: str, lesson: str, folder: Path | None = None
+) -> tuple[dict[str, bytes], str]:
+    """The files a submission is graded with (relative path -> bytes) and their fingerprint."""
+    module = load_manifest().lesson(lesson).module
+    folder = folder or course.submitted / student / lesson
+    paths = student_files(course.source / lesson / PACKAGE, folder / PACKAGE, module)
+    return {rel: path.read_bytes() for rel, path in paths.items()}, fingerprint(paths)
+
+
+def grade_files(
     lesson: str,
+    files: dict[str, bytes],
     *,
-    submission: Path | None = None,
-    results: Path | None = None,
     sandbox: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
-) -> dict:
-    """Grade one submission with the harness; write and return results/STUDENT/LESSON.json."""
-    manifest = load_manifest()
-    module = manifest.lesson(lesson).module
-    submission = submission or course.submitted / student / lesson
-    results = results or course.results
-    files = student_files(course.source / lesson / PACKAGE, submission / PACKAGE, module)
-    digest = fingerprint(files)
-    out = results / student
-    out.mkdir(parents=True, exist_ok=True)
+    log: Path | None = None,
+) -> dict[str, Any]:
+    """Grade one submission's package with the harness (public and hidden checks) in a process
+    of its own; runs on a cluster worker. Returns ``{"report", "error", "seconds", "log"}``."""
     started = time.monotonic()
-    error = None
+    error, report, output = None, None, b""
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         target = Path(tmp) / PACKAGE
-        for rel, path in files.items():
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target / rel)
+        for rel, data in files.items():
+            path = target / rel
+            if ".." in Path(rel).parts or path.is_symlink():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         for root, _dirs, names in os.walk(tmp):  # readable by the sandbox's own user
             os.chmod(root, 0o755)
             for name in names:
@@ -127,24 +138,26 @@ def grade_one(
         ] + (["--sandbox"] if sandbox else [])
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH",)}
         env["PYTHONPATH"] = str(ROOT)
-        for attempt in range(1, ATTEMPTS + 1):
+        for _attempt in range(ATTEMPTS):
             error, report = None, None
-            with open(out / f"{lesson}.log", "ab" if attempt > 1 else "wb") as log:
-                try:
-                    proc = subprocess.run(
-                        command,
-                        cwd=ROOT,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        timeout=timeout,
-                        start_new_session=True,
-                    )
-                    if proc.returncode != 0:
-                        error = f"the grading run exited with status {proc.returncode}"
-                except subprocess.TimeoutExpired:
-                    error = f"the grading run took longer than {timeout:g} s and was stopped"
+            try:
+                proc = subprocess.run(
+                    command,
+                    cwd=ROOT,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout,
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )
+                output += proc.stdout[-(1 << 20) :]
+                if proc.returncode != 0:
+                    error = f"the grading run exited with status {proc.returncode}"
+            except subprocess.TimeoutExpired as expired:
+                output += (expired.stdout or b"")[-(1 << 20) :]
+                error = f"the grading run took longer than {timeout:g} s and was stopped"
             try:
                 report = json.loads(report_path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -156,16 +169,60 @@ def grade_one(
     if report is None:
         error = error or "the grading run left no report"
         report = {"lessons": [], "points": 0, "max_points": 0, "complete": False}
+    return {
+        "report": report,
+        "error": error,
+        "seconds": round(time.monotonic() - started, 2),
+        "log": output.decode("utf-8", "replace"),
+    }
+
+
+def _die_with_parent() -> None:
+    """The grading run ends with the process that started it (a cluster worker killed
+    mid-task leaves no orphan grading on): PR_SET_PDEATHSIG, Linux only."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except Exception:  # noqa: BLE001 - elsewhere the run simply outlives a killed worker
+        pass
+
+
+def save_result(
+    results: Path, student: str, lesson: str, digest: str, graded: dict[str, Any]
+) -> dict[str, Any]:
+    """results/STUDENT/LESSON.json (and .log): what the notebook's cells and the report read."""
+    out = results / student
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{lesson}.log").write_text(graded.get("log", ""), encoding="utf-8")
     result = {
         "student": student,
         "lesson": lesson,
         "fingerprint": digest,
-        "error": error,
-        "seconds": round(time.monotonic() - started, 2),
-        "report": report,
+        "error": graded["error"],
+        "seconds": graded["seconds"],
+        "report": graded["report"],
     }
     _write_json(out / f"{lesson}.json", result)
     return result
+
+
+def grade_one(
+    course: Course,
+    student: str,
+    lesson: str,
+    *,
+    submission: Path | None = None,
+    results: Path | None = None,
+    sandbox: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict:
+    """Grade one submission here; write and return results/STUDENT/LESSON.json (what a plain
+    ``nbgrader autograde`` cell asks for when no report is there yet)."""
+    files, digest = submission_files(course, student, lesson, submission)
+    graded = grade_files(lesson, files, sandbox=sandbox, timeout=timeout)
+    return save_result(results or course.results, student, lesson, digest, graded)
 
 
 def _graded_any(report: dict | None) -> bool:
@@ -198,27 +255,132 @@ def course_lock(course: Course) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def record(nbgrader: Any, course: Course, outcome: Outcome) -> None:
-    """nbgrader autograde for one submission (this thread only), then read its score."""
-    from nbgrader.api import Gradebook, MissingEntry
+def find_jobs(
+    course: Course, lessons: list[str] | None = None, students: list[str] | None = None
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """(student, lesson) of every submission to grade, and one line per folder of submitted/
+    that cannot be graded (a student id with odd characters, a lesson not released)."""
+    released = course.lessons()
+    known = {lesson.slug for lesson in load_manifest().lessons}
+    jobs, problems = [], []
+    if not course.submitted.is_dir():
+        return jobs, problems
+    for folder in sorted(course.submitted.iterdir()):
+        student = folder.name
+        if not folder.is_dir() or (students and student not in students):
+            continue
+        if not STUDENT_ID.match(student):
+            problems.append(
+                f"skipped submitted/{student}/: the student id {student!r} may hold only "
+                "letters, digits and . _ @ - (rename the folder to the roster's id)"
+            )
+            continue
+        for sub in sorted(folder.iterdir()):
+            lesson = sub.name
+            if not sub.is_dir() or (lessons and lesson not in lessons):
+                continue
+            if lesson not in released:
+                why = (
+                    f"lesson {lesson!r} is not released (run `nox -s release -- {lesson}`)"
+                    if lesson in known
+                    else f"{lesson!r} is no lesson of this course "
+                    f"(released: {', '.join(released) or 'none'})"
+                )
+                problems.append(f"skipped submitted/{student}/{lesson}/: {why}")
+                continue
+            jobs.append((student, lesson))
+    return jobs, problems
 
-    for attempt in range(2):
-        result = nbgrader.autograde(outcome.lesson, outcome.student, force=True, create=True)
-        if result.get("success"):
-            break
-        outcome.notes.append(f"nbgrader autograde failed (attempt {attempt + 1})")
-    else:
-        log = (result.get("error") or result.get("log") or "").strip().splitlines()
-        outcome.notes.append(log[-1] if log else "nbgrader autograde failed")
-        return
-    with Gradebook(course.db_url) as gb:
-        try:
-            submission = gb.find_submission(outcome.lesson, outcome.student)
-        except MissingEntry:
-            outcome.notes.append("not in the gradebook after autograde")
+
+def _timestamp(course: Course, student: str, lesson: str) -> str | None:
+    try:
+        text = (course.submitted / student / lesson / "timestamp.txt").read_text().strip()
+    except OSError:
+        return None
+    try:
+        from nbgrader.utils import parse_utc
+
+        parse_utc(text)
+    except Exception:  # noqa: BLE001 - an unreadable timestamp is no timestamp
+        return None
+    return text or None
+
+
+class Engine:
+    """Runs grading tasks and hands back their results in batches (those that finished
+    together). ``dask``: a Dask distributed cluster (a LocalCluster unless given a scheduler's
+    address); ``threads``: a thread pool in this process (no Dask needed)."""
+
+    def __init__(self, kind: str = "dask", workers: int = 2, scheduler: str | None = None):
+        self.kind, self.workers, self.scheduler = kind, max(1, workers), scheduler
+        self.client: Any = None
+        self.cluster: Any = None
+        self.pool: Any = None
+
+    def __enter__(self) -> Engine:
+        if self.kind == "dask":
+            import logging
+
+            from distributed import Client, LocalCluster
+
+            if self.scheduler:
+                self.client = Client(self.scheduler, timeout=30)
+            else:
+                self.cluster = LocalCluster(
+                    n_workers=self.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+                self.client = Client(self.cluster)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=self.workers)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(
+        self, tasks: dict[Any, tuple[Callable, tuple, dict]]
+    ) -> Iterator[list[tuple[Any, Any, BaseException | None]]]:
+        """Yield lists of (key, result, error) as tasks finish."""
+        if self.client is not None:
+            from distributed import as_completed
+
+            futures = {
+                self.client.submit(
+                    fn, *args, **kwargs, key=f"grade-{key[0]}-{key[1]}-{key[2]}", pure=False
+                ): key
+                for key, (fn, args, kwargs) in tasks.items()
+            }
+            done = as_completed(list(futures), with_results=True, raise_errors=False)
+            for batch in done.batches():
+                yield [
+                    (futures[f], None, r) if isinstance(r, BaseException) else (futures[f], r, None)
+                    for f, r in batch
+                ]
             return
-        outcome.points, outcome.max_points = submission.score, submission.max_score
-    outcome.recorded = True
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        pending = {
+            self.pool.submit(fn, *args, **kwargs): key for key, (fn, args, kwargs) in tasks.items()
+        }
+        while pending:
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            batch = []
+            for future in finished:
+                key = pending.pop(future)
+                error = future.exception()
+                batch.append((key, None if error else future.result(), error))
+            yield batch
 
 
 def autograde(
@@ -230,51 +392,79 @@ def autograde(
     sandbox: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool = True,
+    engine: str = "dask",
+    scheduler: str | None = None,
+    grader: Callable[..., dict[str, Any]] | None = None,
+    jobs: list[tuple[str, str]] | None = None,
 ) -> list[Outcome]:
-    """Grade (in parallel) and record (one at a time) every chosen submission."""
-    lessons = lessons or course.lessons()
-    jobs = [
-        (student, lesson)
-        for lesson in lessons
-        for student in course.students(lesson)
-        if not students or student in students
-    ]
+    """Grade (in parallel, on the engine) and record (in batches, here) the chosen submissions.
+    ``grader`` replaces :func:`grade_files` (same signature), for tests and benchmarks."""
+    from .course import check_gradebook
+    from .release import course_site
+
+    if jobs is None:
+        jobs, _ = find_jobs(course, lessons, students)
     outcomes = {job: Outcome(*job) for job in jobs}
     if not jobs:
         return []
+    check_gradebook(course, course.lessons())
+    grader = grader or grade_files
     with course_lock(course):
+        tasks: dict[Any, tuple[Callable, tuple, dict]] = {}
+        stamps: dict[tuple[str, str], str | None] = {}
         for student, lesson in jobs:
-            outcomes[(student, lesson)].notes += sanitize_submission(course, student, lesson)
-        nbgrader = api(course)  # sets the kernels' environment too
-        done: queue.Queue = queue.Queue()
-
-        def grade_job(job: tuple[str, str]) -> None:
-            outcome = outcomes[job]
-            try:
-                result = grade_one(course, *job, sandbox=sandbox, timeout=timeout)
-                outcome.graded = _graded_any(result["report"])
-                outcome.seconds = result["seconds"]
-                if result["error"]:
-                    outcome.notes.append(result["error"])
-            except Exception as error:  # noqa: BLE001 - one submission's failure stays its own
-                outcome.notes.append(f"grading failed: {error}")
-            done.put(job)
-
+            outcome = outcomes[(student, lesson)]
+            outcome.notes += sanitize_submission(course, student, lesson)
+            files, digest = submission_files(course, student, lesson)
+            stamps[(student, lesson)] = _timestamp(course, student, lesson)
+            kwargs = {"sandbox": sandbox, "timeout": timeout}
+            tasks[(student, lesson, digest[:16])] = (grader, (lesson, files), kwargs)
+        digests = {key[:2]: key[2] for key in tasks}
         with (
             _Progress(len(jobs), enabled=progress) as bar,
-            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+            Recorder(course, site=course_site(course)) as recorder,
+            Engine(engine, workers, scheduler) as pool,
         ):
-            for job in jobs:
-                pool.submit(grade_job, job)
-            for _ in jobs:
-                job = done.get()
-                bar.graded(f"{job[0]}/{job[1]}")
-                try:
-                    record(nbgrader, course, outcomes[job])
-                except Exception as error:  # noqa: BLE001
-                    outcomes[job].notes.append(f"recording failed: {error}")
-                bar.recorded(outcomes[job])
+            for batch in pool.run(tasks):
+                ready = []
+                for key, result, error in batch:
+                    job = key[:2]
+                    outcome = outcomes[job]
+                    bar.graded("/".join(job))
+                    if error is not None:
+                        outcome.notes.append(f"grading failed: {_one_line(error)}")
+                        continue
+                    outcome.graded = _graded_any(result["report"])
+                    outcome.seconds = result["seconds"]
+                    if result["error"]:
+                        outcome.notes.append(result["error"])
+                    files, digest = submission_files(course, *job)
+                    if digest[:16] != digests[job]:
+                        outcome.notes.append("the submission changed while it was graded")
+                        outcome.graded = False
+                        continue
+                    save_result(course.results, *job, digest, result)
+                    ready.append(
+                        Graded(*job, digest, result["report"], stamps[job], result["error"])
+                    )
+                _record(recorder, ready, outcomes)
+                for key, _result, _error in batch:
+                    bar.recorded(outcomes[key[:2]])
     return [outcomes[job] for job in jobs]
+
+
+def _record(recorder: Recorder, ready: list[Graded], outcomes: dict) -> None:
+    scores, errors = recorder.record_batch(ready)
+    for job, error in errors.items():
+        outcomes[job].notes.append(f"recording failed: {_one_line(error)}")
+    for job, (points, most) in scores.items():
+        outcome = outcomes[job]
+        outcome.points, outcome.max_points, outcome.recorded = points, most, True
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
 
 
 class _Progress:
@@ -330,53 +520,21 @@ class _Progress:
             self.console.print(line)
 
 
-def feedback(course: Course, lessons: list[str] | None = None) -> list[str]:
-    """nbgrader generate_feedback for every autograded submission; hidden tests stripped."""
-    nbgrader = api(course)
-    made = []
+def feedback(course: Course, lessons: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """nbgrader generate_feedback for every autograded submission, hidden tests stripped.
+    Returns the files made and the lessons skipped for want of autograded submissions."""
+    made, skipped = [], []
+    nbgrader = None
     for lesson in lessons or course.lessons():
+        if not any(course.autograded.glob(f"*/{lesson}/{lesson}.ipynb")):
+            skipped.append(lesson)
+            continue
+        nbgrader = nbgrader or api(course)
         result = nbgrader.generate_feedback(lesson, force=True)
         if not result.get("success"):
+            log = (result.get("error") or result.get("log") or "").strip().splitlines()
             raise RuntimeError(
-                f"nbgrader generate_feedback {lesson} failed:\n"
-                f"{result.get('error') or result.get('log')}"
+                f"nbgrader generate_feedback {lesson} failed: {log[-1] if log else 'no log'}"
             )
         made += [str(p) for p in sorted(course.feedback.glob(f"*/{lesson}/*.html"))]
-    return made
-
-
-def export(course: Course, to: Path | None = None) -> list[Path]:
-    """grades.csv (nbgrader's, per student and lesson) and grades-by-check.csv (per check)."""
-    from nbgrader.api import Gradebook
-    from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - the plugins' home
-    from nbgrader.plugins import CsvExportPlugin
-
-    from .export import ChecksCsvExportPlugin
-
-    folder = Path(to) if to else course.root
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / "grades.csv", folder / "grades-by-check.csv"]
-    with Gradebook(course.db_url) as gb:
-        CsvExportPlugin(to=str(paths[0])).export(gb)
-        ChecksCsvExportPlugin(to=str(paths[1])).export(gb)
-    return paths
-
-
-def collect(course: Course, lessons: list[str] | None = None) -> dict[str, list[str]]:
-    """``nbgrader zip_collect LESSON --force`` (in the course folder, so with its config) for
-    every lesson with files in downloaded/LESSON/archive/; returns the students found."""
-    found = {}
-    for lesson in lessons or course.lessons():
-        archive = course.downloaded / lesson / "archive"
-        if not archive.is_dir() or not any(archive.iterdir()):
-            continue
-        done = subprocess.run(
-            [sys.executable, "-m", "nbgrader", "zip_collect", lesson, "--force"],
-            cwd=course.root,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"nbgrader zip_collect {lesson} failed:\n{done.stderr[-3000:]}")
-        found[lesson] = course.students(lesson)
-    return found
+    return made, skipped

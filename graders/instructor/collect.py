@@ -1,21 +1,36 @@
 """``collect``: submissions as zips (one per student, from an LMS) into ``submitted/``.
 
 Put the zips in ``build/nbgrader/downloaded/LESSON/archive/``, one per student, named
-``STUDENT.zip`` (or LMS-style ``anything_STUDENT_attempt_...zip``); each holds the lesson's
-folder as released (``LESSON.ipynb`` and ``exercises/``), at its top level or inside one
-folder. ``nbgrader zip_collect`` extracts them and :class:`SubmissionCollector` tells it whose
-each file is and where it goes: only the notebook and the ``exercises/`` package are kept,
-the rest of a submission is left out (autograde restores it from source/ anyway).
+``STUDENT.zip`` or LMS-style ``anything_STUDENT_attempt_DATE.zip`` (the student id: letters,
+digits and ``. _ @ -``). Each holds the lesson's folder as released (``LESSON.ipynb`` and
+``exercises/``), at its top level or inside one folder. Only the notebook and the
+``exercises/`` package are kept; the rest of a submission is left out (autograde restores it
+from source/ anyway). The submission's time (nbgrader's ``timestamp.txt``) is the attempt's
+date in an LMS-style name (``..._attempt_2026-01-30-14-05-00.zip``), else the newest file
+time inside the zip.
+
+A zip that cannot be collected (unreadable, no student id in its name, nothing of the lesson
+inside, too big) is skipped with one line saying why; the others are collected. Plain
+``nbgrader zip_collect`` works too, with :class:`SubmissionCollector`.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import PurePosixPath
+import shutil
+import zipfile
+from datetime import datetime
+from pathlib import Path, PurePosixPath
 
 from nbgrader.plugins import FileNameCollectorPlugin
 
-_STUDENT = re.compile(r"^[A-Za-z0-9][\w.@-]*$")
+from .course import Course
+
+_STUDENT = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")
+_ATTEMPT = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:[-T_ ](\d\d)[-:](\d\d)(?:[-:](\d\d))?)?")
+MAX_UNPACKED = 64 << 20  # bytes: a lesson folder is a few hundred KiB
+STAMP = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
 
 
 def student_of(archive: str) -> str | None:
@@ -25,8 +40,25 @@ def student_of(archive: str) -> str | None:
     return archive if _STUDENT.match(archive) else None
 
 
+def file_id(files: list[str]) -> str | None:
+    """Where a file of a submission goes, from its path inside the zip (after the student's
+    folder): ``LESSON.ipynb`` or ``exercises/...py``; None for anything else."""
+    files = list(files)
+    # Accept the lesson's folder at the top of the zip (LESSON/...) as well.
+    while len(files) > 1 and files[0] != "exercises" and not files[0].endswith(".ipynb"):
+        files = files[1:]
+    if not files or any(part in ("", ".", "..") for part in files):
+        return None
+    rel = "/".join(files)
+    wanted = (len(files) == 1 and rel.endswith(".ipynb")) or (
+        files[0] == "exercises" and rel.endswith(".py") and "__pycache__" not in files
+    )
+    return rel if wanted else None
+
+
 class SubmissionCollector(FileNameCollectorPlugin):
-    """Student id from the archive's name; file id = path inside the lesson folder."""
+    """For ``nbgrader zip_collect``: student id from the archive's name; file id = path inside
+    the lesson folder."""
 
     def collect(self, submitted_file: str) -> dict | None:
         parts = PurePosixPath(submitted_file.replace("\\", "/")).parts
@@ -41,14 +73,98 @@ class SubmissionCollector(FileNameCollectorPlugin):
         if student is None:
             self.log.warning("Skipped %s: no student id in the archive name", submitted_file)
             return None
-        files = inside[1:]
-        # Accept the lesson's folder at the top of the zip (LESSON/...) as well.
-        while len(files) > 1 and files[0] != "exercises" and not files[0].endswith(".ipynb"):
-            files = files[1:]
-        rel = "/".join(files)
-        wanted = (len(files) == 1 and rel.endswith(".ipynb")) or (
-            files[0] == "exercises" and rel.endswith(".py") and "__pycache__" not in files
+        rel = file_id(inside[1:])
+        return {"student_id": student, "file_id": rel} if rel else None
+
+
+class Unusable(Exception):
+    """A zip that cannot be collected; the message says why and what to do."""
+
+
+def _timestamp(name: str, archive: zipfile.ZipFile) -> str:
+    if "_attempt_" in name:
+        match = _ATTEMPT.search(name.split("_attempt_", 1)[1])
+        if match:
+            parts = [int(p) if p else 0 for p in match.groups()]
+            try:
+                return datetime(*parts).strftime(STAMP)
+            except ValueError:
+                pass
+    newest = max((info.date_time for info in archive.infolist()), default=None)
+    return datetime(*newest).strftime(STAMP) if newest else ""
+
+
+def unpack(path: Path, lesson: str, submitted: Path) -> str:
+    """Collect one zip into submitted/STUDENT/LESSON/; returns the student id."""
+    name = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else None
+    if name is None:
+        raise Unusable("not a .zip file (download the students' submissions as zips)")
+    student = student_of(name)
+    if student is None:
+        raise Unusable(
+            "no student id in the name: name it STUDENT.zip (or the LMS's "
+            "NAME_STUDENT_attempt_DATE.zip) with letters, digits and . _ @ - only"
         )
-        if not wanted or any(part in ("", ".", "..") for part in files):
-            return None
-        return {"student_id": student, "file_id": rel}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [info for info in archive.infolist() if not info.is_dir()]
+            if sum(info.file_size for info in members) > MAX_UNPACKED:
+                raise Unusable(f"unpacks to more than {MAX_UNPACKED >> 20} MiB")
+            wanted = {}
+            for info in members:
+                parts = PurePosixPath(info.filename.replace("\\", "/")).parts
+                rel = file_id(list(parts))
+                if rel is not None and not _is_link(info):
+                    wanted[rel] = info
+            if f"{lesson}.ipynb" not in wanted and not any(
+                r.startswith("exercises/") for r in wanted
+            ):
+                raise Unusable(
+                    f"holds neither {lesson}.ipynb nor exercises/ (zip the lesson's folder "
+                    "as released)"
+                )
+            staging = submitted / student / f".{lesson}.collecting"
+            if staging.exists():
+                shutil.rmtree(staging)
+            for rel, info in sorted(wanted.items()):
+                dest = staging / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(archive.read(info))
+            stamp = _timestamp(name, archive)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as error:
+        detail = str(error).strip().splitlines()
+        raise Unusable(
+            f"not a readable zip ({detail[0] if detail else type(error).__name__}): download "
+            "it again from the LMS"
+        ) from None
+    staging.mkdir(parents=True, exist_ok=True)
+    if stamp:
+        (staging / "timestamp.txt").write_text(stamp + "\n")
+    dest = submitted / student / lesson
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(staging, dest)
+    return student
+
+
+def _is_link(info: zipfile.ZipInfo) -> bool:
+    return (info.external_attr >> 16) & 0o170000 == 0o120000
+
+
+def collect(course: Course, lessons: list[str] | None = None) -> tuple[dict, list[str]]:
+    """Collect every zip in downloaded/LESSON/archive/; returns the students found per lesson
+    and one line per zip that was skipped."""
+    found: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for lesson in lessons or course.lessons():
+        archive = course.downloaded / lesson / "archive"
+        if not archive.is_dir():
+            continue
+        students = []
+        for path in sorted(p for p in archive.iterdir() if p.is_file()):
+            try:
+                students.append(unpack(path, lesson, course.submitted))
+            except Unusable as error:
+                problems.append(f"skipped {path.relative_to(course.root)}: {error}")
+        found[lesson] = students
+    return found, problems

@@ -3,7 +3,7 @@
 ``build/nbgrader/`` (git-ignored) is a standard nbgrader course directory:
 
     nbgrader_config.py      generated; lets plain ``nbgrader ...`` commands run here too
-    gradebook.db            nbgrader's SQLite gradebook
+    gradebook.db            nbgrader's SQLite gradebook (or $COURSE_GRADEBOOK_URL: PostgreSQL)
     source/LESSON/          one assignment per lesson (built from the manifest)
     release/LESSON/         what students get (``nbgrader generate_assignment``)
     downloaded/LESSON/archive/   zips to collect (``nbgrader zip_collect``)
@@ -30,6 +30,7 @@ COURSE_ID = "gpt-from-the-ground-up"
 DEFAULT_COURSE = ROOT / "build" / "nbgrader"
 PACKAGE = "exercises"  # the student's package inside every assignment
 CELL_TIMEOUT = 1800  # seconds; a cell may grade a whole lesson (plain nbgrader autograde)
+GRADEBOOK_ENV = "COURSE_GRADEBOOK_URL"  # an SQLAlchemy URL; default: COURSE/gradebook.db
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,16 @@ class Course:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.gradebook}"
+        """nbgrader's gradebook: ``$COURSE_GRADEBOOK_URL`` (any SQLAlchemy URL, such as
+        ``postgresql+psycopg://user@host/course`` when several machines write to it), else the
+        SQLite file in the course directory."""
+        return os.environ.get(GRADEBOOK_ENV) or f"sqlite:///{self.gradebook}"
+
+    def gradebook_name(self) -> str:
+        """The gradebook's URL without its password, for messages."""
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.db_url).render_as_string(hide_password=True)
 
     def lessons(self) -> list[str]:
         """The lessons released so far (assignments in source/)."""
@@ -89,6 +99,43 @@ class Course:
             p.name
             for p in self.submitted.iterdir()
             if p.is_dir() and (lesson is None or (p / lesson).is_dir())
+        )
+
+
+class GradebookError(Exception):
+    """The gradebook cannot be used for this course (one line, naming the fix)."""
+
+
+def check_gradebook(course: Course, lessons: list[str]) -> None:
+    """Refuse a gradebook that belongs to another course: one with another nbgrader course id,
+    or with assignments that are not lessons of this course."""
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(course.db_url)
+    try:
+        with engine.connect() as db:
+            tables = set(inspect(db).get_table_names())
+            if not {"course", "assignment"} <= tables:
+                return  # a new gradebook: nbgrader creates its tables
+            courses = {row[0] for row in db.execute(text("SELECT id FROM course"))}
+            names = {row[0] for row in db.execute(text("SELECT name FROM assignment"))}
+    except Exception as error:  # noqa: BLE001 - any driver's error, in one line
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise GradebookError(
+            f"cannot open the gradebook {course.gradebook_name()}: {first} "
+            f"(check --gradebook / ${GRADEBOOK_ENV})"
+        ) from None
+    finally:
+        engine.dispose()
+    others = sorted(courses - {COURSE_ID, "default_course"})
+    known = {lesson.slug for lesson in load_manifest().lessons} | set(lessons)
+    strangers = sorted(names - known)
+    if others or strangers:
+        what = f"course {others[0]!r}" if others else f"assignment {strangers[0]!r}"
+        raise GradebookError(
+            f"the gradebook {course.gradebook_name()} belongs to another course ({what} is not "
+            f"part of {COURSE_ID}): point --gradebook (or ${GRADEBOOK_ENV}) at this course's "
+            "gradebook, or use a new --course folder"
         )
 
 

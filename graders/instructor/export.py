@@ -1,35 +1,169 @@
-"""``export``: grades as CSV, one row per student and lesson (nbgrader's own exporter) and one
-row per student and check (:class:`ChecksCsvExportPlugin`, from the gradebook's grade cells:
-a hidden check appears under its opaque cell id, ``cNNN-hidden``)."""
+"""``export``: the gradebook as two CSV files, for the instructor (not for students).
+
+``grades.csv``, one row per student and lesson: nbgrader's columns (assignment, duedate,
+timestamp, student_id, last_name, first_name, email, raw_score, late_submission_penalty,
+score, max_score) and ``status``, ``graded`` or ``not submitted``. A lesson a student never
+submitted has empty scores, not 0, so the two can be told apart.
+
+``grades-by-check.csv``, one row per student, lesson and check: the check's id (hidden checks
+too: their cells carry an opaque grade id in the students' notebook, but this file is the
+instructor's), whether it is hidden, its function, the submission's timestamp and status, the
+score and the most it could score, and nbgrader's cell id.
+
+Both are written atomically (a reader sees the old file or the new one).
+"""
 
 from __future__ import annotations
 
 import csv
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-from nbgrader.api import Gradebook
-from nbgrader.plugins import ExportPlugin
+from graders.manifest import load_manifest
+
+from .course import COURSE_ID, Course
+from .gradebook import check_of_cell
+
+GRADES = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+    "status",
+]
+BY_CHECK = [
+    "student_id",
+    "lesson",
+    "check",
+    "hidden",
+    "function",
+    "timestamp",
+    "status",
+    "score",
+    "max_score",
+    "cell",
+]
+GRADED, NOT_SUBMITTED = "graded", "not submitted"
 
 
-class ChecksCsvExportPlugin(ExportPlugin):
-    """Per-check partial credit: student, lesson, cell, check, score, max score."""
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
-    def export(self, gradebook: Gradebook) -> None:
-        path = self.to or "grades-by-check.csv"
-        with open(path, "w", newline="", encoding="utf-8") as f:
-            out = csv.writer(f)
-            out.writerow(["student_id", "lesson", "cell", "check", "score", "max_score"])
-            for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
-                for submission in sorted(assignment.submissions, key=lambda s: s.student.id):
-                    for notebook in submission.notebooks:
-                        for grade in sorted(notebook.grades, key=lambda g: g.name):
-                            check = grade.name.split("-", 1)[1] if "-" in grade.name else ""
-                            out.writerow(
-                                [
-                                    submission.student.id,
-                                    assignment.name,
-                                    grade.name,
-                                    check,
-                                    grade.score,
-                                    grade.max_score,
-                                ]
-                            )
+
+def grade_rows(gb: Any) -> Iterator[dict[str, str]]:
+    """grades.csv's rows: every student (the roster and whoever submitted) for every lesson."""
+    from nbgrader.api import MissingEntry
+
+    students = sorted(gb.students, key=lambda s: s.id)
+    for assignment in sorted(gb.assignments, key=lambda a: a.name):
+        for student in students:
+            row: dict[str, Any] = {
+                "assignment": assignment.name,
+                "duedate": assignment.duedate,
+                "student_id": student.id,
+                "last_name": student.last_name,
+                "first_name": student.first_name,
+                "email": student.email,
+                "max_score": assignment.max_score,
+            }
+            try:
+                sub = gb.find_submission(assignment.name, student.id)
+            except MissingEntry:
+                row["status"] = NOT_SUBMITTED
+            else:
+                penalty = sub.late_submission_penalty or 0.0
+                row.update(
+                    timestamp=sub.timestamp,
+                    raw_score=sub.score,
+                    late_submission_penalty=penalty,
+                    score=max(0.0, sub.score - penalty),
+                    status=GRADED,
+                )
+            yield {key: _text(row.get(key)) for key in GRADES}
+
+
+def check_rows(gb: Any) -> Iterator[dict[str, str]]:
+    """grades-by-check.csv's rows, in notebook order."""
+    from nbgrader.api import MissingEntry
+
+    manifest = load_manifest()
+    students = sorted(gb.students, key=lambda s: s.id)
+    for assignment in sorted(gb.assignments, key=lambda a: a.name):
+        try:
+            lesson = manifest.lesson(assignment.name)
+        except Exception:  # noqa: BLE001 - an assignment not in the manifest: no check names
+            lesson = None
+        checks = {c.id: c for c in lesson.checks} if lesson else {}
+        for notebook in assignment.notebooks:
+            sources = {cell.name: cell.source for cell in notebook.source_cells}
+            cells = sorted(notebook.grade_cells, key=lambda c: c.name)
+            for student in students:
+                try:
+                    sub = gb.find_submission_notebook(notebook.name, assignment.name, student.id)
+                except MissingEntry:
+                    sub, scores = None, {}
+                else:
+                    scores = {g.name: g.score for g in sub.grades}
+                for cell in cells:
+                    found = check_of_cell(sources.get(cell.name, ""))
+                    check = checks.get(found[1]) if found else None
+                    row = {
+                        "student_id": student.id,
+                        "lesson": assignment.name,
+                        "check": found[1] if found else cell.name,
+                        "hidden": "yes" if check and check.hidden else "no",
+                        "function": check.function if check else "",
+                        "timestamp": sub.assignment.timestamp if sub else None,
+                        "status": GRADED if sub else NOT_SUBMITTED,
+                        "score": scores.get(cell.name),
+                        "max_score": cell.max_score,
+                        "cell": cell.name,
+                    }
+                    yield {key: _text(row.get(key)) for key in BY_CHECK}
+
+
+def write_csv(path: Path, columns: list[str], rows: Iterator[dict[str, str]]) -> None:
+    buffer = io.StringIO()
+    out = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    out.writeheader()
+    out.writerows(rows)
+    write_atomic(path, buffer.getvalue())
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export(course: Course, to: Path | None = None) -> list[Path]:
+    """Write grades.csv and grades-by-check.csv (in ``to``, default the course folder)."""
+    from nbgrader.api import Gradebook
+
+    folder = Path(to) if to else course.root
+    paths = [folder / "grades.csv", folder / "grades-by-check.csv"]
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        write_csv(paths[0], GRADES, grade_rows(gb))
+        write_csv(paths[1], BY_CHECK, check_rows(gb))
+    return paths

