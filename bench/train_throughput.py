@@ -34,9 +34,9 @@ def measure(name: str, steps: int, corpus: str | None) -> dict:
     sys.path.insert(0, str(ROOT))
     import torch
 
-    from solutions import training
-    from solutions.data import tokenize
-    from solutions.model import GPT, GPTConfig
+    from gpt.data import tokenize
+    from gpt.model import GPT, GPTConfig
+    from solutions import training  # the reference lessons
 
     dims, batch_size, plain = CONFIGS[name]
     torch.manual_seed(0)

@@ -1,9 +1,10 @@
 """Your package: fill in the stubs, lesson by lesson.
 
 Every function that raises ``NotImplementedError`` is an exercise; its docstring says what to
-compute. Grade your work with ``nox -s grade`` (or ``nox -s grade -- LESSON``). The other
-modules (model, data, training CLI) are provided and call your functions, so
-``python -m exercises.train`` trains a GPT on your own code.
+compute. Grade your work with ``nox -s grade`` (or ``nox -s grade -- LESSON``). Every module
+here is one lesson and all of it is yours. The provided code (the GPT, data pipeline, training
+and generation CLIs) is the ``gpt`` package beside this one, and it calls your functions when
+asked to: ``nox -s train -- --lessons exercises`` trains a GPT on your own code.
 
 This package was generated from the reference solution by tools/generate_exercises.py.
 """

@@ -11,7 +11,7 @@ import functools
 
 import regex
 
-from .vocab import EOT_ID, GPT2_PATTERN, bpe_ranks, id_to_bytes
+from gpt.vocab import EOT_ID, GPT2_PATTERN, bpe_ranks, id_to_bytes
 
 _PIECES = regex.compile(GPT2_PATTERN)
 
@@ -64,7 +64,7 @@ def encode(text: str) -> list[int]:
     """Encode text into GPT-2 token ids.
 
     Split the text into pieces, merge each piece's UTF-8 bytes with GPT-2's ranks
-    (``vocab.bpe_ranks()``; the provided ``_encode_piece`` does that with a cache), and
+    (``gpt.vocab.bpe_ranks()``; the provided ``_encode_piece`` does that with a cache), and
     concatenate the ids. The text ``<|endoftext|>`` is plain text here, as in tiktoken's
     ``encode_ordinary``: it becomes several ordinary tokens.
 
@@ -84,7 +84,7 @@ def _encode_piece(piece: str) -> tuple[int, ...]:
 def decode(ids: list[int]) -> str:
     """Turn GPT-2 token ids back into text.
 
-    Join the bytes of every token (``vocab.id_to_bytes()``; id 50256 is ``<|endoftext|>``)
+    Join the bytes of every token (``gpt.vocab.id_to_bytes()``; id 50256 is ``<|endoftext|>``)
     and decode the result as UTF-8 with ``errors="replace"``: a single token can hold half of
     a multi-byte character, so a slice of ids need not be valid UTF-8 on its own.
 

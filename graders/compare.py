@@ -1,12 +1,19 @@
-"""Train with your code: your functions in the reference model, beside the reference.
+"""Train with your code: your functions in the course's GPT, beside the reference.
 
     python -m graders.compare [--target exercises] [--steps 40] [--out runs/compare]
 
-Every lesson function you have implemented replaces the reference's inside the model, the
-data pipeline and the training loop; a function that is still a stub (its body only raises
-NotImplementedError) falls back to the reference's and is listed as such. Both runs use the
-same seed, data and settings, so with correct code the two loss curves coincide; the first
-step where they part says where to look.
+Both runs are the same command (``gpt.train``) with the same seed, data and settings; one
+takes the reference lessons (``solutions``), the other yours, where every function you have
+not implemented yet (its body only raises NotImplementedError) falls back to the reference's
+and is listed as such. With correct code the two loss curves coincide; the first step where
+they part says where to look.
+
+Only what ran can agree: your functions are counted while your run trains, and the report
+says of each whether it took part. Training normally uses library kernels for attention and
+the loss; when your ``attention.attention`` is implemented both runs use the lesson attention,
+and when your ``objective.cross_entropy`` or ``objective.lm_loss`` is, both compute the loss
+from full logits with the lessons' ``lm_loss`` (which calls ``cross_entropy``), so your
+versions are what your run trains with.
 
 This runs your code in this process: it is a learning tool, not a grader.
 """
@@ -15,19 +22,22 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
+import functools
 import inspect
 import json
 import math
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from .manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Relative difference between the two losses above which the runs count as diverged.
 TOLERANCE = 1e-4
+LESSON_LOSS = ("objective.cross_entropy", "objective.lm_loss")
 
 
 def is_stub(obj: object) -> bool:
@@ -48,20 +58,48 @@ def is_stub(obj: object) -> bool:
     return bool(bodies) and all(raises_only(body) for body in bodies)
 
 
-def plug_in(package: str) -> tuple[list[str], list[str]]:
-    """Fill the stubs of ``package`` with the reference's; returns (yours, fallbacks)."""
+def plug_in(lessons: Any, reference: Any) -> tuple[list[str], list[str]]:
+    """Fill the stubs of ``lessons`` with the reference's; returns (yours, fallbacks)."""
     yours, fallbacks = [], []
     for lesson in load_manifest().lessons:
-        module = lesson.module
-        student = importlib.import_module(f"{package}.{module}")
-        reference = importlib.import_module(f"solutions.{module}")
+        student = getattr(lessons, lesson.module)
         for name in lesson.functions:
             if is_stub(getattr(student, name)):
-                setattr(student, name, getattr(reference, name))
-                fallbacks.append(f"{module}.{name}")
+                setattr(student, name, getattr(getattr(reference, lesson.module), name))
+                fallbacks.append(f"{lesson.module}.{name}")
             else:
-                yours.append(f"{module}.{name}")
+                yours.append(f"{lesson.module}.{name}")
     return yours, fallbacks
+
+
+def count_calls(lessons: Any, names: list[str]) -> Counter:
+    """Wrap each named function (or class) of ``lessons`` so that using it is counted.
+
+    The wrappers replace the module attributes, so calls through the module (the provided
+    code's ``lessons.training.train_step``, a lesson calling another of its module) count.
+    """
+    counts: Counter = Counter()
+    for qualified in names:
+        module_name, _, name = qualified.partition(".")
+        module = getattr(lessons, module_name)
+        original = getattr(module, name)
+        if isinstance(original, type):  # a class (TokenWindows): count its instances
+
+            def __init__(self, *args, _key=qualified, _base=original, **kwargs):  # noqa: N807
+                counts[_key] += 1
+                _base.__init__(self, *args, **kwargs)
+
+            counted = type(name, (original,), {"__init__": __init__})
+            counted.__qualname__, counted.__module__ = original.__qualname__, original.__module__
+        else:
+
+            def counted(*args, _key=qualified, _original=original, **kwargs):
+                counts[_key] += 1
+                return _original(*args, **kwargs)
+
+            counted = functools.wraps(original)(counted)
+        setattr(module, name, counted)
+    return counts
 
 
 def first_divergence(reference: list[float], yours: list[float]) -> int | None:
@@ -81,7 +119,7 @@ def plot(reference: list[float], yours: list[float], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from solutions.checkpoint import atomic_write
+    from gpt.checkpoint import atomic_write
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(reference, label="reference", lw=2, alpha=0.6)
@@ -100,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--preset", default="micro")
     parser.add_argument("--out", default="runs/compare")
-    parser.add_argument("--corpus", default="course", help="as for solutions.train")
+    parser.add_argument("--corpus", default="course", help="as for gpt.train")
     args = parser.parse_args(argv)
     target = Path(args.target).resolve()
     if not (target / "training.py").is_file():
@@ -110,12 +148,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    sys.path.insert(0, str(target.parent))
     sys.path.insert(0, str(ROOT))
-    yours, fallbacks = plug_in(target.name)
-    student_train = importlib.import_module(f"{target.name}.train")
-    from solutions import train as reference_train
+    from gpt import train
+    from gpt.lessons import LessonsError, load
 
+    try:
+        reference, lessons = load(), load(target)
+    except LessonsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    yours, fallbacks = plug_in(lessons, reference)
     out = Path(args.out)
     base = dict(
         preset=args.preset,
@@ -129,16 +171,27 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint_every=args.steps,
         sample_tokens=20,
         dropout=0.0,
+        # The same path in both runs, through your functions wherever you have them.
+        attention="lesson" if "attention.attention" in yours else "fused",
+        loss="lesson" if any(name in yours for name in LESSON_LOSS) else "fused",
     )
     print(f"Your functions ({len(yours)}): {', '.join(yours) or 'none yet'}")
     print(f"Reference fallbacks ({len(fallbacks)}): {', '.join(fallbacks) or 'none'}")
-    reference_train.run(
-        reference_train.TrainConfig(**base, out=str(out / "reference")), fresh=True, quiet=True
+    print(f"Attention: {base['attention']}; loss: {base['loss']} (the same in both runs)")
+    train.run(
+        train.TrainConfig(**base, out=str(out / "reference")),
+        fresh=True,
+        quiet=True,
+        lessons=reference,
     )
-    attention = "lesson" if "attention.attention" in yours else "fused"
-    config = student_train.TrainConfig(**base, attention=attention, out=str(out / "yours"))
+    counts = count_calls(lessons, yours)
     try:
-        student_train.run(config, fresh=True, quiet=True)
+        train.run(
+            train.TrainConfig(**base, out=str(out / "yours")),
+            fresh=True,
+            quiet=True,
+            lessons=lessons,
+        )
     except Exception as error:  # the student's code failed: say where, not a traceback
         print(f"Your run stopped with {type(error).__name__}: {error}")
     ref = losses(out / "reference")
@@ -148,13 +201,33 @@ def main(argv: list[str] | None = None) -> int:
         b = mine[step] if step < len(mine) else float("nan")
         print(f"{step:>5} {a:>10.4f} {b:>10.4f} {b - a:>+11.2e}")
     plot(ref, mine, out / "compare.png")
+    used = [name for name in yours if counts[name]]
+    unused = [name for name in yours if not counts[name]]
+    if yours:
+        print("\nYour functions in your run:")
+        for name in yours:
+            took = f"took part ({counts[name]} calls)" if counts[name] else "did not run"
+            print(f"  {name:<28} {took}")
     diverged = first_divergence(ref, mine) if len(mine) == len(ref) else len(mine)
-    if diverged is None:
-        print(f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative).")
-    else:
+    if diverged is not None:
         print(
             f"\nThe curves first differ at step {diverged}: check the functions above that "
-            "are yours, starting with those that step uses."
+            "took part, starting with those that step uses."
+        )
+    elif used:
+        print(
+            f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative) with your "
+            f"{len(used)} function(s) that took part: {', '.join(used)}."
+        )
+    else:
+        print(
+            f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative), but none of "
+            "your functions took part: this says nothing about your code yet."
+        )
+    if unused:
+        print(
+            f"Not measured here (training never calls them): {', '.join(unused)}; "
+            "`nox -s grade` checks them."
         )
     print(f"Plot: {out / 'compare.png'}")
     return 0

@@ -61,6 +61,7 @@ class SandboxLimits:
 
 LIMITS = SandboxLimits()
 SANDBOX_HOME = "/home/student"  # where the copy of the target appears inside the sandbox
+PROVIDED_HOME = "/opt/course"  # where the provided package (worker's --provided) appears
 # Packages of this project that must never be visible to the student's code, should the
 # project be pip-installed into the interpreter that runs the worker.
 PROJECT_PACKAGES = ("solutions", "graders")
@@ -183,6 +184,11 @@ def _sandbox_command(
         "--msgqueue=0",
     ]
     mounts = ["--perms", "0755", "--dir", SANDBOX_HOME, "--ro-bind", copy, inside]
+    if "--provided" in command:  # the course's provided package (gpt/): public, read-only
+        at = command.index("--provided") + 1
+        provided = os.path.realpath(command[at])
+        command[at] = f"{PROVIDED_HOME}/{os.path.basename(provided)}"
+        mounts += ["--perms", "0755", "--dir", PROVIDED_HOME, "--ro-bind", provided, command[at]]
     return [*prefix, *mounts, "--", *drop, tools["prlimit"], *rlimits, "--", *command]
 
 

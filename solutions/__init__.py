@@ -1,6 +1,7 @@
-"""The reference solution: a GPT-2-style model that trains end to end.
+"""The reference solution: one module per lesson, implementing the course's exercise API.
 
-Lesson modules (one per chapter) implement the course's exercise API; `exercises/` is
-generated from them with each marked body replaced by a stub. The rest (model, data, corpus,
-vocabulary, training CLI) is provided code that students receive unchanged.
+``exercises/`` is generated from these modules (tools/generate_exercises.py) with each body
+between solution markers replaced by a stub. The provided code that runs them (the GPT, data,
+training and generation CLIs) is the ``gpt`` package: ``python -m gpt.train`` trains with
+these lessons, ``python -m gpt.train --lessons exercises`` with the student's.
 """

@@ -1,4 +1,4 @@
-"""Tests for solutions.corpus: offline, against a loopback HTTP server and made-up files."""
+"""Tests for gpt.corpus: offline, against a loopback HTTP server and made-up files."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from solutions import corpus
-from solutions.corpus import CorpusError, load_corpus, strip_gutenberg
+from gpt import corpus
+from gpt.corpus import CorpusError, load_corpus, strip_gutenberg
 
 # A small invented book in Project Gutenberg's layout (nothing here comes from a real eBook).
 BODY = (

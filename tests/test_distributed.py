@@ -21,8 +21,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from solutions import distributed, training
-from solutions.model import GPT, GPTConfig
+from gpt import distributed
+from gpt.model import GPT, GPTConfig
+from solutions import training
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-5
@@ -52,7 +53,7 @@ def _env() -> dict[str, str]:
 
 
 def _train(corpus: Path, out: Path, steps: int, nproc: int = 1) -> subprocess.CompletedProcess:
-    args = ["-m", "solutions.train", *FLAGS, "--corpus", str(corpus), "--out", str(out)]
+    args = ["-m", "gpt.train", *FLAGS, "--corpus", str(corpus), "--out", str(out)]
     args += ["--steps", str(steps)]
     if nproc > 1:
         launcher = [
@@ -130,7 +131,7 @@ def test_resumed_distributed_run_continues_exactly(
 def test_a_batch_that_does_not_split_over_the_processes_is_one_clear_line(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from solutions import train
+    from gpt import train
 
     monkeypatch.setenv("WORLD_SIZE", "3")
     monkeypatch.setenv("RANK", "0")
@@ -145,7 +146,7 @@ def test_each_rank_trains_on_its_own_rows_of_every_batch(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """train.run as rank 0 and rank 1 of 2 (no process group: the collectives are stubbed)."""
-    from solutions import train
+    from gpt import train
 
     seen: dict[str, list[torch.Tensor]] = {}
 

@@ -56,6 +56,7 @@ def released_tree(released_course, tmp_path_factory) -> Path:
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, dest)
+    shutil.copytree(released_course / "release" / SLUGS[0] / "gpt", tree / "gpt")  # provided
     (tree / "course").mkdir()
     shutil.copyfile(
         released_course / "release" / SLUGS[0] / "course" / "lessons.toml",

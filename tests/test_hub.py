@@ -22,8 +22,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from solutions import checkpoint, generate, generation, hub
-from solutions.model import GPT, GPTConfig, preset
+from gpt import checkpoint, generate, hub
+from gpt.model import GPT, GPTConfig, preset
+from solutions import generation
 
 transformers = pytest.importorskip("transformers")
 
@@ -226,7 +227,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "GPT2_WEIGHTS"))}
     clean.update(PYTHONPATH=str(ROOT), HF_HUB_DISABLE_TELEMETRY="1", **env)
     return subprocess.run(
-        [sys.executable, "-m", "solutions.generate", *args],
+        [sys.executable, "-m", "gpt.generate", *args],
         cwd=ROOT,
         env=clean,
         capture_output=True,
@@ -321,7 +322,7 @@ def test_gpt2_downloads_from_the_hub_once_then_generates_offline(tmp_path: Path)
         "/openai-community/gpt2/resolve/main/model.safetensors",
     }
     # The same text as transformers' greedy continuation, decoded with GPT-2's tokenizer.
-    from solutions.vocab import gpt2_encoding
+    from gpt.vocab import gpt2_encoding
 
     enc = gpt2_encoding()
     prompt = torch.tensor([enc.encode_ordinary("The tide")])

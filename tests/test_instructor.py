@@ -616,8 +616,9 @@ def _lines(text: str) -> set[str]:
 
 
 def _provided_lines() -> set[str]:
-    """Lines of the package students get anyway (exercises/: stubs and provided modules)."""
-    return {line for path in (ROOT / "exercises").glob("*.py") for line in _lines(path.read_text())}
+    """Lines of the packages students get anyway (exercises/: stubs; gpt/: provided code)."""
+    paths = [*(ROOT / "exercises").glob("*.py"), *(ROOT / "gpt").glob("*.py")]
+    return {line for path in paths for line in _lines(path.read_text())}
 
 
 def _solution_lines() -> set[str]:

@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from gpt.fused_loss import linear_cross_entropy
+from gpt.model import GPT, GPTConfig, preset
 from solutions import attention, packing
-from solutions.fused_loss import linear_cross_entropy
-from solutions.model import GPT, GPTConfig, preset
 
 SMALL = GPTConfig(vocab_size=97, block_size=32, n_layer=2, n_head=4, n_embd=32)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gpt.vocab import EOT_ID, VOCAB_SIZE, gpt2_encoding
 from solutions import tokens
-from solutions.vocab import EOT_ID, VOCAB_SIZE, gpt2_encoding
 
 TIME_TRAVELLER = "The Time Traveller (for so it will be convenient to speak of him)"
 TIME_TRAVELLER_IDS = [

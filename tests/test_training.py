@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from solutions import data, train, training
-from solutions.model import GPT, GPTConfig
+from gpt import data, train
+from gpt.model import GPT, GPTConfig
+from solutions import training
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = GPTConfig(vocab_size=61, block_size=16, n_layer=2, n_head=2, n_embd=16)
@@ -158,7 +159,7 @@ def test_run_on_embedded_corpus_ends_well_below_unigram_baseline(tmp_path: Path)
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "solutions.train", *args],
+        [sys.executable, "-m", "gpt.train", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,9 +1,11 @@
 """Generate the student package ``exercises/`` from the reference ``solutions/``.
 
-Every module of ``solutions/`` is copied; inside lesson modules, each region between a
-``# BEGIN SOLUTION`` and a ``# END SOLUTION`` line is replaced by a stub that raises
-``NotImplementedError`` naming the function, its lesson and the section that explains it.
-Signatures and docstrings come across unchanged, so the two packages cannot drift.
+Every lesson module of ``solutions/`` (one per lesson of course/lessons.toml) is copied with
+each region between a ``# BEGIN SOLUTION`` and a ``# END SOLUTION`` line replaced by a stub
+that raises ``NotImplementedError`` naming the function, its lesson and the section that
+explains it. Signatures and docstrings come across unchanged, so the two packages cannot
+drift. Nothing else goes into ``exercises/``: the provided code is the ``gpt`` package, which
+takes either package's lessons.
 
     python tools/generate_exercises.py           # rewrite exercises/
     python tools/generate_exercises.py --check   # exit 1 if exercises/ is out of date
@@ -28,9 +30,10 @@ _DEF = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+(\w+)")
 PACKAGE_DOC = '''"""Your package: fill in the stubs, lesson by lesson.
 
 Every function that raises ``NotImplementedError`` is an exercise; its docstring says what to
-compute. Grade your work with ``nox -s grade`` (or ``nox -s grade -- LESSON``). The other
-modules (model, data, training CLI) are provided and call your functions, so
-``python -m exercises.train`` trains a GPT on your own code.
+compute. Grade your work with ``nox -s grade`` (or ``nox -s grade -- LESSON``). Every module
+here is one lesson and all of it is yours. The provided code (the GPT, data pipeline, training
+and generation CLIs) is the ``gpt`` package beside this one, and it calls your functions when
+asked to: ``nox -s train -- --lessons exercises`` trains a GPT on your own code.
 
 This package was generated from the reference solution by tools/generate_exercises.py.
 """
@@ -95,7 +98,12 @@ def render(root: Path = ROOT) -> dict[str, str]:
         if path.name == "__init__.py":
             continue
         module = path.stem
-        files[path.name] = stub_source(path.read_text(), module, lessons.get(module))
+        if module not in lessons:
+            raise ValueError(
+                f"solutions/{module}.py is no lesson of course/lessons.toml: provided code "
+                "belongs in gpt/, which students get as it is"
+            )
+        files[path.name] = stub_source(path.read_text(), module, lessons[module])
     return files
 
 

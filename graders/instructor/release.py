@@ -4,7 +4,8 @@ One assignment per lesson that has checks, ``source/SLUG/``:
 
     SLUG.ipynb              instructions (linking the lesson page), then one autograder cell
                             per check, carrying the manifest's points
-    exercises/              the student's package (stubs and the provided modules)
+    exercises/              the student's package: one stub module per lesson
+    gpt/                    the provided code the lessons use (tokens: gpt.vocab), unchanged
     graders/                the grading harness and this lesson's public graders, with
                             public/answers_SLUG.pt: the answers their checks expect
     course/lessons.toml     the manifest without its hidden checks
@@ -358,6 +359,7 @@ def build_source(
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         _copy_python(ROOT / PACKAGE, folder / PACKAGE)
+        _copy_python(ROOT / "gpt", folder / "gpt")  # provided code: no exercise in it
         for rel, path in released_grader_files(lesson).items():
             (folder / "graders" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / "graders" / rel)

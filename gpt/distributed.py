@@ -1,6 +1,6 @@
 """Training on many processes: ``torchrun`` and DistributedDataParallel.
 
-    torchrun --nproc_per_node 4 -m solutions.train --batch-size 32 ...
+    torchrun --nproc_per_node 4 -m gpt.train --batch-size 32 ...
 
 torchrun starts one process per GPU (or per CPU worker) and tells each its place through the
 environment: ``WORLD_SIZE`` processes in all, this one's ``RANK`` and ``LOCAL_RANK`` (its GPU

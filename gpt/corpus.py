@@ -46,7 +46,7 @@ __all__ = [
 
 CORPUS_NAMES = ("course", "time-machine")
 
-# The course's pages: <repository>/course (this file is <repository>/solutions/corpus.py).
+# The course's pages: <repository>/course (this file is <repository>/gpt/corpus.py).
 COURSE_DIR = Path(__file__).resolve().parents[1] / "course"
 COURSE_FIRST_PAGES = ("index.md",)
 COURSE_LAST_PAGES = ("glossary.md", "faq.md")

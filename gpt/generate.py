@@ -1,10 +1,11 @@
-"""Generate text from the command line: ``python -m solutions.generate "PROMPT"``.
+"""Generate text from the command line: ``python -m gpt.generate "PROMPT"``.
 
 The model is GPT-2 from the Hugging Face Hub (``--model gpt2``, the default, or
 ``gpt2-medium``, ``gpt2-large``, ``gpt2-xl``, or any ``owner/name`` repository), a local
 folder in the Hub's layout (config.json + model.safetensors), or a course run written by
-``python -m solutions.train`` (``--model runs/default``: its ``checkpoint.pt``). The text is
-encoded with GPT-2's tokenizer, extended with ``generation.generate`` and printed.
+``python -m gpt.train`` (``--model runs/default``: its ``checkpoint.pt``). The text is
+encoded with GPT-2's tokenizer, extended with the lessons' ``generation.generate`` (the
+reference's, or yours with ``--lessons exercises``) and printed.
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint, generation, hub
+from . import checkpoint, hub
+from .lessons import Lessons, LessonsError
 from .model import GPT, GPTConfig
 from .vocab import EOT_ID, VOCAB_SIZE, VocabularyNotFound, gpt2_encoding
 
-CHECKPOINT = "checkpoint.pt"  # what solutions.train writes into its --out folder
+CHECKPOINT = "checkpoint.pt"  # what gpt.train writes into its --out folder
 
 
 class UsageError(ValueError):
     """A bad option or input, reported as one line."""
 
 
-def load_model(spec: str, device: torch.device | str = "cpu") -> GPT:
+def load_model(
+    spec: str, device: torch.device | str = "cpu", lessons: Lessons | str | None = None
+) -> GPT:
     """The model a ``--model`` value names, in eval mode with dropout off.
 
     A folder holding ``checkpoint.pt``, or a ``.pt`` file, is a course run; anything else
@@ -39,7 +43,7 @@ def load_model(spec: str, device: torch.device | str = "cpu") -> GPT:
         state = checkpoint.load(path)
         try:
             config = GPTConfig(**{**state["model_config"], "dropout": 0.0})
-            model = GPT(config)
+            model = GPT(config, lessons)
             model.load_state_dict(state["model"])
         except (KeyError, TypeError, ValueError, RuntimeError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -48,7 +52,7 @@ def load_model(spec: str, device: torch.device | str = "cpu") -> GPT:
                 f"({type(error).__name__}: {first[:160]})"
             ) from None
         return model.to(device).eval()
-    return hub.from_pretrained(spec, device=device)
+    return hub.from_pretrained(spec, device=device, lessons=lessons)
 
 
 def generate_text(
@@ -74,7 +78,7 @@ def generate_text(
         rng.seed()
     else:
         rng.manual_seed(seed)
-    out = generation.generate(
+    out = model.lessons.generation.generate(
         model,
         torch.tensor([ids], device=device),
         max_new_tokens,
@@ -89,9 +93,9 @@ def generate_text(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m solutions.generate",
+        prog="python -m gpt.generate",
         description="Continue a prompt with GPT-2 (from the Hugging Face Hub or a local copy) "
-        "or with a model trained by solutions.train.",
+        "or with a model trained by gpt.train.",
     )
     parser.add_argument("prompt", nargs="?", default="", help="the text to continue")
     parser.add_argument(
@@ -106,6 +110,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--top-k", type=int, default=40, help="0 keeps every token (default: 40)")
     parser.add_argument("--seed", type=int, default=1337, help="(default: 1337)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
+    parser.add_argument(
+        "--lessons",
+        default="solutions",
+        help="whose generation lesson to use: solutions (default), exercises (yours) or a folder",
+    )
     return parser.parse_args(argv)
 
 
@@ -123,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.empty(0, device=device)
         except (RuntimeError, AssertionError) as error:
             raise UsageError(f"--device {args.device} is not available here ({error})") from None
-        model = load_model(args.model, device)
+        model = load_model(args.model, device, args.lessons)
         text = generate_text(
             model,
             args.prompt,
@@ -132,13 +141,19 @@ def main(argv: list[str] | None = None) -> int:
             top_k=args.top_k or None,
             seed=args.seed,
         )
-    except (UsageError, hub.HubError, checkpoint.CheckpointError, VocabularyNotFound) as error:
+    except (
+        UsageError,
+        hub.HubError,
+        checkpoint.CheckpointError,
+        VocabularyNotFound,
+        LessonsError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except NotImplementedError as error:
         print(
-            f"error: {error}. Implement it, or generate with the reference: "
-            "python -m solutions.generate",
+            f"error: {error}. Implement it, or generate with the reference lessons "
+            "(--lessons solutions)",
             file=sys.stderr,
         )
         return 2

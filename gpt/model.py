@@ -4,11 +4,13 @@
 
 Each Block is pre-LayerNorm: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)). Parameter names
 follow GPT-2 (``transformer.wte``, ``transformer.h.0.attn.c_attn``, ``lm_head``) so that the
-published weights load with ``generation.load_gpt2_state_dict``. The lesson functions are
-called where they apply (embedding lookup, position vectors, masks, position ids), so a
-student's package plugs its own code into the same model; attention itself defaults to the
-fused ``F.scaled_dot_product_attention`` and takes a lesson-style ``attention`` function
-instead when one is given.
+published weights load with ``generation.load_gpt2_state_dict``. The lesson functions of
+the ``lessons`` it is given (``gpt.lessons``: the reference or the student's) are called where
+they apply (embedding lookup, position vectors, masks, position ids), so a student's package
+runs in the same model. Two parts have a fast library version and a lesson version:
+attention (``attention="fused"``: ``F.scaled_dot_product_attention``; ``"lesson"``: the
+lessons' ``attention.attention``) and the training loss (``loss="fused"``: the chunked
+``fused_loss``; ``"lesson"``: full logits and the lessons' ``objective.lm_loss``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import attention as attention_lesson
-from . import embeddings, packing
 from .fused_loss import linear_cross_entropy
+from .lessons import Lessons, load
 
 AttentionFn = Callable[[Tensor, Tensor, Tensor, Tensor | None], Tensor]
 
@@ -81,15 +83,22 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, attention_fn: AttentionFn | None = None
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        attention_fn: AttentionFn | None = None,
+        causal_mask: Callable[[int], Tensor] | None = None,
     ) -> Tensor:
-        """x: [B, T, C]; mask: bool [B, 1, T, T] (True = may attend) or None for causal."""
+        """x: [B, T, C]; mask: bool [B, 1, T, T] (True = may attend) or None for causal.
+
+        With ``attention_fn`` (a lesson's attention), ``causal_mask(T)`` makes the causal mask.
+        """
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         # [B, T, C] -> [B, n_head, T, head_dim]
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         if attention_fn is not None:
-            y = attention_fn(q, k, v, attention_lesson.causal_mask(T) if mask is None else mask)
+            y = attention_fn(q, k, v, causal_mask(T).to(x.device) if mask is None else mask)
         else:
             p = self.dropout if self.training else 0.0
             y = F.scaled_dot_product_attention(
@@ -124,21 +133,39 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, attention_fn: AttentionFn | None = None
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        attention_fn: AttentionFn | None = None,
+        causal_mask: Callable[[int], Tensor] | None = None,
     ) -> Tensor:
-        x = x + self.attn(self.ln_1(x), mask, attention_fn)
+        x = x + self.attn(self.ln_1(x), mask, attention_fn, causal_mask)
         return x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):
     """GPT-2: token and learned position embeddings, pre-LN blocks, tied output layer."""
 
-    fused_loss = True  # forward(ids, targets=y) returns the loss without full logits
+    fused_loss = True  # forward(ids, targets=y) returns the loss itself (see training.py)
 
-    def __init__(self, config: GPTConfig, attention_fn: AttentionFn | None = None) -> None:
+    def __init__(
+        self,
+        config: GPTConfig,
+        lessons: Lessons | str | None = None,
+        *,
+        attention: str = "fused",
+        loss: str = "fused",
+    ) -> None:
+        """``lessons``: whose lesson functions the model calls (default: the reference);
+        ``attention`` and ``loss``: "fused" (library kernels) or "lesson" (the lessons')."""
         super().__init__()
+        if attention not in ("fused", "lesson") or loss not in ("fused", "lesson"):
+            raise ValueError("attention and loss must each be 'fused' or 'lesson'")
         self.config = config
-        self.attention_fn = attention_fn  # None: PyTorch's fused attention
+        self.lessons = load(lessons)
+        self.loss = loss
+        # None: PyTorch's fused attention. A plain attribute, so a test may swap it.
+        self.attention_fn = self.lessons.attention.attention if attention == "lesson" else None
         self.transformer = nn.ModuleDict(
             dict(
                 wte=nn.Embedding(config.vocab_size, config.n_embd),
@@ -180,8 +207,9 @@ class GPT(nn.Module):
         doc_ids [B, T] (from ``packing.pack``) restricts attention to each token's own
         document and restarts positions at every document start. With targets, the loss is
         cross-entropy with -100 ignored, computed in chunks (``fused_loss``) so the [B, T, V]
-        logits are never materialised.
+        logits are never materialised, or with ``loss="lesson"`` by the lessons' ``lm_loss``.
         """
+        embeddings, packing = self.lessons.embeddings, self.lessons.packing
         wte, wpe = self.transformer.wte.weight, self.transformer.wpe.weight
         x = embeddings.lookup(wte, ids)
         mask = None
@@ -192,8 +220,22 @@ class GPT(nn.Module):
             mask = packing.document_mask(doc_ids).unsqueeze(1)  # [B, 1, T, T]: every head
         x = self.transformer.drop(x)
         for block in self.transformer.h:
-            x = block(x, mask, self.attention_fn)
+            x = block(x, mask, self.attention_fn, self.lessons.attention.causal_mask)
         x = self.transformer.ln_f(x)
         if targets is None:
             return self.lm_head(x)
-        return linear_cross_entropy(x.flatten(0, 1), self.lm_head.weight, targets.flatten())
+        if self.loss == "fused":
+            return linear_cross_entropy(x.flatten(0, 1), self.lm_head.weight, targets.flatten())
+        return self.lesson_loss(self.lm_head(x), ids, targets)
+
+    def lesson_loss(self, logits: Tensor, ids: Tensor, targets: Tensor) -> Tensor:
+        """The lessons' ``lm_loss`` of logits [B, T, V] against targets [B, T] (already shifted).
+
+        lm_loss scores position t against token t + 1 of the row it is given and drops the
+        last position. So it gets the row ``[ids[:, 0], targets...]`` (T + 1 tokens) and the
+        logits with one more position at the end (zeros), which it drops: it then scores
+        exactly logits[:, t] against targets[:, t], -100 ignored.
+        """
+        row = torch.cat([ids[:, :1], targets], dim=1)
+        padded = torch.cat([logits, logits.new_zeros(logits[:, :1].shape)], dim=1)
+        return self.lessons.objective.lm_loss(padded.float(), row)

@@ -6,7 +6,7 @@ Hub (``hf_hub_download``, cached under ``HF_HOME``) or from disk, maps GPT-2's p
 names and Conv1D layouts onto our ``GPT`` with ``generation.load_gpt2_state_dict`` and
 returns the model in eval mode::
 
-    from solutions import hub
+    from gpt import hub
     model = hub.from_pretrained("gpt2")              # openai-community/gpt2, 124M parameters
     model = hub.from_pretrained("gpt2-xl")           # 1.5B
     model = hub.from_pretrained("path/to/folder")    # config.json + model.safetensors
@@ -38,8 +38,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
-from . import generation
 from .checkpoint import atomic_write
+from .lessons import Lessons, load
 from .model import GPT, GPTConfig
 
 GPT2_NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")
@@ -134,6 +134,7 @@ def from_pretrained(
     device: str | torch.device | None = None,
     revision: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    lessons: Lessons | str | None = None,
 ) -> GPT:
     """Our GPT with published or saved weights, in eval mode.
 
@@ -147,6 +148,8 @@ def from_pretrained(
         dropout: the dropout of the returned model (0 for inference; set it to fine-tune).
         device: where to put the model (default: the CPU).
         revision, cache_dir: passed to ``hf_hub_download``.
+        lessons: whose ``load_gpt2_state_dict`` maps the weights and whose functions the
+            model calls (``gpt.lessons``; default: the reference).
 
     Raises:
         HubError: one line: the Hub is unreachable (and how to use a local copy instead), the
@@ -169,11 +172,18 @@ def from_pretrained(
         raise HubError(
             f"{weights_path} is not a readable safetensors file ({_short(error)})"
         ) from None
-    model = build(config, generation.load_gpt2_state_dict(tensors), source=str(weights_path))
+    lessons = load(lessons)
+    state = lessons.generation.load_gpt2_state_dict(tensors)
+    model = build(config, state, source=str(weights_path), lessons=lessons)
     return model.to(device) if device is not None else model
 
 
-def build(config: GPTConfig, state: dict[str, torch.Tensor], source: str = "the weights") -> GPT:
+def build(
+    config: GPTConfig,
+    state: dict[str, torch.Tensor],
+    source: str = "the weights",
+    lessons: Lessons | str | None = None,
+) -> GPT:
     """A GPT of ``config`` holding ``state`` (our names), the output layer tied to ``wte``.
 
     The model is created on the meta device and takes the tensors over (``assign=True``), so
@@ -188,7 +198,7 @@ def build(config: GPTConfig, state: dict[str, torch.Tensor], source: str = "the 
         )
     state = {key: value for key, value in state.items() if key != "lm_head.weight"}
     with torch.device("meta"):
-        model = GPT(config)
+        model = GPT(config, lessons)
     try:
         missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     except RuntimeError as error:  # a shape that disagrees with config.json
@@ -383,7 +393,7 @@ def hub_state_dict(model: GPT) -> dict[str, torch.Tensor]:
         if key == "lm_head.weight" and tied:
             continue
         value = value.detach().cpu()
-        if key.endswith(generation.CONV1D_WEIGHTS):
+        if key.endswith(model.lessons.generation.CONV1D_WEIGHTS):
             value = value.t()
         tensors[key] = value.contiguous()
     return tensors
@@ -412,7 +422,7 @@ tags: [gpt2, text-generation, build-a-gpt-from-the-ground-up]
 
 A GPT-2-style model trained with the course "Build a GPT from the ground up". The folder is
 in GPT-2's layout (config.json + model.safetensors): load it with
-`solutions.hub.from_pretrained("{repo}")`, or with `transformers`'
+`gpt.hub.from_pretrained("{repo}")`, or with `transformers`'
 `GPT2LMHeadModel.from_pretrained("{repo}")`; its tokenizer is GPT-2's.
 """
 

@@ -1,9 +1,10 @@
-"""Train a GPT from the command line: ``python -m solutions.train --help``.
+"""Train a GPT from the command line: ``python -m gpt.train --help``.
 
 The loop calls the lesson functions (``lr_at``, ``train_step``, ``evaluate``, ``generate``)
-and adds what a real run needs: AdamW with decay groups, bf16 autocast where the device
-supports it, periodic evaluation and samples, atomic checkpoints with exact resume, a
-progress bar with tokens/s, metrics as JSON lines, a loss-curve PNG and a closing report.
+of ``--lessons`` (the reference ``solutions``, or ``exercises``: your own) and adds what a
+real run needs: AdamW with decay groups, bf16 autocast where the device supports it, periodic
+evaluation and samples, atomic checkpoints with exact resume, a progress bar with tokens/s,
+metrics as JSON lines, a loss-curve PNG and a closing report.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from . import attention, checkpoint, data, distributed, generation, objective, training
+from . import checkpoint, data, distributed
 from .corpus import CorpusError, load_corpus
+from .lessons import Lessons, LessonsError, load
 from .model import GPT, PRESETS, preset
 from .vocab import VocabularyNotFound, gpt2_encoding
 
@@ -57,7 +59,9 @@ class TrainConfig:
     seed: int = 1337
     device: str = "auto"
     dtype: str = "auto"
-    attention: str = "fused"  # or "lesson": the package's own attention.attention
+    lessons: str = "solutions"  # or "exercises" (yours), or the folder of a lesson package
+    attention: str = "fused"  # or "lesson": the lessons' own attention.attention
+    loss: str = "fused"  # or "lesson": full logits and the lessons' objective.lm_loss
     prompt: str = "A language model"
     sample_tokens: int = 60
     temperature: float = 0.8
@@ -75,6 +79,7 @@ class TrainConfig:
         "sample_tokens",
         "temperature",
         "top_k",
+        "lessons",
     )
 
 
@@ -99,7 +104,10 @@ OPTION_HELP = {
     "seed": "seed of the initial weights, data order and dropout",
     "device": "auto, cpu, cuda, cuda:N or mps",
     "dtype": "auto (bfloat16 autocast on GPUs that support it), float32 or bfloat16",
-    "attention": "fused (PyTorch's kernel) or lesson (the package's own attention function)",
+    "lessons": "whose lesson functions to train with: solutions (the reference), exercises "
+    "(yours) or a package folder",
+    "attention": "fused (PyTorch's kernel) or lesson (the lessons' own attention function)",
+    "loss": "fused (chunked, never builds the full logits) or lesson (the lessons' lm_loss)",
     "prompt": "start of the sample generated at the end",
     "sample_tokens": "tokens to generate for the sample",
     "temperature": "sampling temperature of the sample (0: greedy)",
@@ -111,7 +119,7 @@ OPTION_HELP = {
 def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
     defaults = TrainConfig()
     parser = argparse.ArgumentParser(
-        prog="python -m solutions.train",
+        prog="python -m gpt.train",
         description="Train a GPT-2-style model on a corpus; resumes from OUT/checkpoint.pt.",
     )
     for field in dataclasses.fields(TrainConfig):
@@ -163,6 +171,8 @@ def validate(cfg: TrainConfig) -> None:
         raise UsageError(f"--out {out} is a file, not a folder; pass a folder for the run's files")
     if cfg.attention not in ("fused", "lesson"):
         raise UsageError("--attention must be fused (PyTorch's kernel) or lesson (yours)")
+    if cfg.loss not in ("fused", "lesson"):
+        raise UsageError("--loss must be fused (chunked) or lesson (the lessons' lm_loss)")
     if cfg.dtype not in ("auto", "float32", "bfloat16"):
         raise UsageError("--dtype must be auto, float32 or bfloat16")
 
@@ -247,20 +257,25 @@ def sample_text(model: GPT, cfg: TrainConfig, device: torch.device) -> str:
     enc = gpt2_encoding()
     ids = torch.tensor([enc.encode_ordinary(cfg.prompt)], device=device)
     rng = torch.Generator(device=device).manual_seed(cfg.seed)
-    out = generation.generate(
+    out = model.lessons.generation.generate(
         model, ids, cfg.sample_tokens, cfg.context_length, cfg.temperature, cfg.top_k, rng
     )
     return enc.decode(out[0].tolist())
 
 
-def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
+def run(
+    cfg: TrainConfig, fresh: bool = False, quiet: bool = False, lessons: Lessons | None = None
+) -> dict:
     """Train (or resume) a run; returns the closing report as a dict.
+
+    ``lessons`` overrides ``cfg.lessons`` with lessons already loaded (``graders.compare``).
 
     Under ``torchrun --nproc_per_node N`` every process runs this (see ``distributed``): each
     trains on its shard of every global batch of ``batch_size`` windows; rank 0 alone
     evaluates, writes the files and returns the report, the other ranks return ``{}``.
     """
     validate(cfg)
+    lessons = load(cfg.lessons) if lessons is None else lessons
     world = distributed.World.from_env()
     if cfg.batch_size % world.size:
         raise UsageError(
@@ -274,12 +289,18 @@ def run(cfg: TrainConfig, fresh: bool = False, quiet: bool = False) -> dict:
             f"{torch.cuda.device_count()} GPUs here); start fewer processes per node"
         )
     with distributed.process_group(world, device):
-        return _train(cfg, fresh, quiet, world, device)
+        return _train(cfg, fresh, quiet, world, device, lessons)
 
 
 def _train(
-    cfg: TrainConfig, fresh: bool, quiet: bool, world: distributed.World, device: torch.device
+    cfg: TrainConfig,
+    fresh: bool,
+    quiet: bool,
+    world: distributed.World,
+    device: torch.device,
+    lessons: Lessons,
 ) -> dict:
+    training = lessons.training
     out = Path(cfg.out)
     ckpt_path = out / CHECKPOINT
     torch.manual_seed(cfg.seed)
@@ -288,18 +309,17 @@ def _train(
     try:  # a corpus too small for the batch shape: the data module's message names the fix
         train_ids, val_ids = data.split(ids, cfg.val_fraction)
         stream = data.BatchStream(
-            train_ids, cfg.batch_size, cfg.context_length, cfg.stride, cfg.seed
+            train_ids, cfg.batch_size, cfg.context_length, cfg.stride, cfg.seed, lessons
         )
         val_batches = data.eval_batches(
-            val_ids, cfg.batch_size, cfg.context_length, cfg.eval_batches
+            val_ids, cfg.batch_size, cfg.context_length, cfg.eval_batches, lessons
         )
     except ValueError as error:
         raise UsageError(str(error)) from None
     val_batches = [(x.to(device), y.to(device)) for x, y in val_batches]
 
     model_config = dataclasses.replace(preset(cfg.preset), dropout=cfg.dropout)
-    lesson_attention = attention.attention if cfg.attention == "lesson" else None
-    model = GPT(model_config, attention_fn=lesson_attention).to(device)
+    model = GPT(model_config, lessons, attention=cfg.attention, loss=cfg.loss).to(device)
     optimizer = make_optimizer(model, cfg, fused=device.type == "cuda")
     start = 0
     if world.rank:  # the same initial weights everywhere, but each rank its own dropout masks
@@ -359,7 +379,7 @@ def _train(
             if world.is_main and ((step + 1) % cfg.eval_every == 0 or last):
                 with autocast(device, amp):
                     record["eval_loss"] = training.evaluate(model, val_batches)
-                record["eval_perplexity"] = objective.perplexity(record["eval_loss"])
+                record["eval_perplexity"] = lessons.objective.perplexity(record["eval_loss"])
             records.append(record)
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
@@ -490,12 +510,19 @@ def main(argv: list[str] | None = None) -> int:
     cfg, fresh = parse_args(argv)
     try:
         report = run(cfg, fresh=fresh)
-    except (UsageError, CorpusError, VocabularyNotFound, checkpoint.CheckpointError) as error:
+    except (
+        UsageError,
+        CorpusError,
+        VocabularyNotFound,
+        LessonsError,
+        checkpoint.CheckpointError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except NotImplementedError as error:
         print(
-            f"error: {error}. Implement it, or train with the reference: python -m solutions.train",
+            f"error: {error}. Implement it, or train with the reference lessons "
+            "(--lessons solutions)",
             file=sys.stderr,
         )
         return 2

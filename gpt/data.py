@@ -2,7 +2,8 @@
 
 Training reads windows of the training split in a shuffled order that depends only on the
 seed and the epoch, so the batch at any step can be recomputed: that is what makes a resumed
-run identical to an uninterrupted one.
+run identical to an uninterrupted one. Windows, loaders and packing are the lessons' own
+(``windows``, ``packing``), from the ``lessons`` passed in (default: the reference).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
-from . import windows
-from .packing import pack, packed_targets
+from .lessons import Lessons, load
 from .vocab import EOT_ID, gpt2_encoding
 
 Batch = tuple[Tensor, Tensor]
@@ -56,11 +56,18 @@ class BatchStream:
     """
 
     def __init__(
-        self, ids: Tensor, batch_size: int, context_length: int, stride: int, seed: int
+        self,
+        ids: Tensor,
+        batch_size: int,
+        context_length: int,
+        stride: int,
+        seed: int,
+        lessons: Lessons | str | None = None,
     ) -> None:
         self.ids, self.batch_size = ids, batch_size
         self.context_length, self.stride, self.seed = context_length, stride, seed
-        n_windows = len(windows.window_starts(len(ids), context_length, stride))
+        self.windows = load(lessons).windows
+        n_windows = len(self.windows.window_starts(len(ids), context_length, stride))
         self.batches_per_epoch = n_windows // batch_size
         if self.batches_per_epoch == 0:
             raise ValueError(
@@ -71,7 +78,7 @@ class BatchStream:
 
     def _epoch(self, epoch: int) -> Iterator[Batch]:
         return iter(
-            windows.make_loader(
+            self.windows.make_loader(
                 self.ids,
                 self.batch_size,
                 self.context_length,
@@ -93,10 +100,14 @@ class BatchStream:
 
 
 def eval_batches(
-    ids: Tensor, batch_size: int, context_length: int, max_batches: int
+    ids: Tensor,
+    batch_size: int,
+    context_length: int,
+    max_batches: int,
+    lessons: Lessons | str | None = None,
 ) -> list[Batch]:
     """Up to ``max_batches`` fixed, non-overlapping validation batches (the same every time)."""
-    loader = windows.make_loader(
+    loader = load(lessons).windows.make_loader(
         ids, batch_size, context_length, stride=context_length, shuffle=False, drop_last=False
     )
     batches = []
@@ -112,11 +123,14 @@ def eval_batches(
     return batches
 
 
-def packed_rows(docs: list[list[int]], seq_len: int) -> tuple[Tensor, Tensor, Tensor]:
+def packed_rows(
+    docs: list[list[int]], seq_len: int, lessons: Lessons | str | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Documents packed into rows: (input ids, targets, doc ids), each [N, seq_len].
 
     Targets are -100 wherever the next token belongs to another document (and at the last
     position of a row), so no position is trained to predict across a boundary.
     """
-    ids, doc_ids = pack(docs, seq_len, EOT_ID)
-    return ids, packed_targets(ids, doc_ids), doc_ids
+    packing = load(lessons).packing
+    ids, doc_ids = packing.pack(docs, seq_len, EOT_ID)
+    return ids, packing.packed_targets(ids, doc_ids), doc_ids
