@@ -768,3 +768,275 @@ def test_autograded_notebooks_are_the_released_ones(graded_class):
         nb = nbformat.read(path, as_version=4)
         assert [(c.cell_type, c.source) for c in nb.cells] == want, student
     assert not (course / "autograded" / "linker" / LESSON / "exercises" / "embeddings.py").exists()
+
+
+# -- the pipeline's own work, with a stand-in for the harness ------------------------------------
+#
+# These tests replace the grading harness by tests/autograde_fakes.py (a report that says what
+# the submission's comments say), so that they check recording, exports, the class report,
+# bad input and the cluster engine in seconds; the end-to-end tests above grade for real.
+
+STUDENT_MISTAKE = "off-by-one"  # a named mistake of lookup-matches-indexing
+
+
+def _fake_submit(course: Path, student: str, fails: dict, *, lesson: str = LESSON, sleep=0.0):
+    from autograde_fakes import marks
+
+    dest = course / "submitted" / student / lesson
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(course / "release" / lesson, dest)
+    module = dest / "exercises" / f"{manifest().lesson(lesson).module}.py"
+    module.write_text(module.read_text() + marks(fails, sleep))
+    return dest
+
+
+def _scores(db_url: str) -> dict[tuple[str, str, str], float]:
+    """Every grade in the gradebook: (student, lesson, cell) -> score."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        return {
+            (sub.student.id, sub.assignment.name, grade.name): grade.score
+            for assignment in gb.assignments
+            for sub in assignment.submissions
+            for nb in sub.notebooks
+            for grade in nb.grades
+        }
+
+
+@pytest.fixture(scope="module")
+def fake_class(released_course, tmp_path_factory):
+    """Every lesson released, embeddings submitted by four students (one of them twice, failing
+    the same check both times), autograded with the stand-in harness; plus two submissions
+    that cannot be graded."""
+    from autograde_fakes import fake_grade
+
+    from graders.instructor import autograde as pipeline
+    from graders.instructor.course import Course
+
+    root = tmp_path_factory.mktemp("fake-class") / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    lookup = "lookup-matches-indexing"
+    hidden = next(c for c in manifest().lesson(LESSON).checks if c.hidden)
+    _fake_submit(root, "ann", {})
+    _fake_submit(root, "bob", {lookup: STUDENT_MISTAKE, hidden.id: None})
+    _fake_submit(root, "cy", {lookup: STUDENT_MISTAKE})
+    _fake_submit(root, "dee", {lookup: None})
+    _fake_submit(root, "odd id!", {})
+    _fake_submit(root, "ann", {}, lesson=LESSON).rename(root / "submitted" / "ann" / "no-such")
+    _fake_submit(root, "ann", {})
+    jobs, problems = pipeline.find_jobs(course)
+    first = pipeline.autograde(course, jobs=jobs, engine="threads", grader=fake_grade)
+    # cy resubmits, still failing the same check; regrading bob's same files changes nothing.
+    _fake_submit(root, "cy", {lookup: STUDENT_MISTAKE, "nearest-cosine": None})
+    (root / "submitted" / "cy" / LESSON / "timestamp.txt").write_text(
+        "2026-01-30 14:05:00.000000 UTC\n"
+    )
+    second = pipeline.autograde(
+        course, [LESSON], ["cy", "bob"], engine="threads", grader=fake_grade
+    )
+    return {
+        "course": course,
+        "jobs": jobs,
+        "problems": problems,
+        "outcomes": first + second,
+        "hidden": hidden,
+        "lookup": lookup,
+    }
+
+
+def test_autograde_records_every_submission_and_skips_what_it_cannot_grade(fake_class):
+    course, lesson = fake_class["course"], manifest().lesson(LESSON)
+    assert sorted(fake_class["jobs"]) == [(s, LESSON) for s in ("ann", "bob", "cy", "dee")]
+    problems = fake_class["problems"]
+    assert len(problems) == 2, problems
+    assert any("'odd id!'" in p and "letters, digits" in p for p in problems), problems
+    assert any("'no-such' is no lesson" in p for p in problems), problems
+    assert all("\n" not in p for p in problems)
+    assert all(o.recorded and o.graded and not o.notes for o in fake_class["outcomes"])
+    full = lesson.max_points(hidden=True)
+    points = {c.id: c.points for c in lesson.checks}
+    lookup, hidden = fake_class["lookup"], fake_class["hidden"].id
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        got = {s.student.id: s.score for s in gb.find_assignment(LESSON).submissions}
+        cy = gb.find_submission(LESSON, "cy")
+        assert cy.timestamp is not None and cy.timestamp.year == 2026
+    assert got == {
+        "ann": full,
+        "bob": full - points[lookup] - points[hidden],
+        "cy": full - points[lookup] - points["nearest-cosine"],
+        "dee": full - points[lookup],
+    }
+    # The autograded notebook is the released one, with the report's output in its cells.
+    nb = nbformat.read(course.autograded / "cy" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    source = nbformat.read(course.source / LESSON / f"{LESSON}.ipynb", as_version=4)
+    assert [c.source for c in nb.cells] == [c.source for c in source.cells]
+    shown = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert lookup in shown and "hint" in shown
+    assert hidden not in shown  # a hidden check's cell shows its points only
+
+
+def test_instructor_commands_handle_lessons_without_submissions(fake_class):
+    """feedback, export and report on a course whose other lessons nobody submitted: each
+    says so once and goes on; exports tell "not submitted" from 0, and name hidden checks."""
+    course = fake_class["course"].root
+    others = [lesson for lesson in fake_class["course"].lessons() if lesson != LESSON]
+    assert others
+    for command in ("feedback", "export", "report"):
+        done = instructor(course, command, timeout=300)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output[-3000:]
+        assert "Traceback" not in output
+    feedback = instructor(course, "feedback", timeout=300).stdout
+    assert feedback.count("no autograded submissions for") == 1
+    assert all(lesson in feedback for lesson in others)
+    import csv
+
+    grades = list(csv.DictReader((course / "grades.csv").open()))
+    mine = {r["student_id"]: r for r in grades if r["assignment"] == LESSON}
+    assert set(mine) == {"ann", "bob", "cy", "dee"}
+    assert mine["cy"]["timestamp"].startswith("2026-01-30 14:05:00")
+    assert all(r["status"] == "graded" and r["score"] != "" for r in mine.values())
+    missing = [r for r in grades if r["assignment"] in others]
+    assert missing and all(r["status"] == "not submitted" and r["score"] == "" for r in missing)
+    by_check = list(csv.DictReader((course / "grades-by-check.csv").open()))
+    ids = {c.id for c in manifest().lesson(LESSON).checks}
+    graded = [r for r in by_check if r["lesson"] == LESSON]
+    assert {r["check"] for r in graded} == ids  # hidden checks by their ids, not "hidden"
+    hidden = fake_class["hidden"].id
+    bob = next(r for r in graded if r["student_id"] == "bob" and r["check"] == hidden)
+    assert bob["hidden"] == "yes" and bob["score"] == "0"
+    assert all(r["score"] == "" for r in by_check if r["lesson"] in others)
+
+
+def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
+    import csv
+
+    course = fake_class["course"].root
+    done = instructor(course, "report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = list(csv.DictReader((course / "reports" / "mistakes.csv").open()))
+    lookup = [r for r in rows if r["check"] == fake_class["lookup"]]
+    # Latest submissions: bob and cy made the named mistake, dee failed without one.
+    assert [r["mistake"] for r in lookup] == [STUDENT_MISTAKE, "unnamed"]
+    assert [r["count"] for r in lookup] == ["2", "1"]
+    assert lookup[0]["failed"] == "3" and lookup[0]["students"] == "4"
+    assert "chapters/02-embeddings/#" in lookup[0]["link"]
+    check = next(c for c in manifest().lesson(LESSON).checks if c.id == fake_class["lookup"])
+    assert lookup[0]["hint"] == check.mistakes[STUDENT_MISTAKE]
+    stuck = list(csv.DictReader((course / "reports" / "stuck.csv").open()))
+    assert [(r["student"], r["check"], r["attempts"]) for r in stuck] == [
+        ("cy", fake_class["lookup"], "2")
+    ]
+    html = (course / "reports" / "mistakes.html").read_text()
+    assert "For instructors only" in html
+    assert not (course / "feedback").exists() or "For instructors only" not in "".join(
+        p.read_text() for p in (course / "feedback").rglob("*.html")
+    )
+
+
+@pytest.mark.skipif(
+    not Path("/usr/bin/chromium").exists() and not os.environ.get("CI"),
+    reason="Debian's chromium is not installed (apt-get install chromium)",
+)
+def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    course = fake_class["course"].root
+    assert instructor(course, "report").returncode == 0
+    page_path = course / "reports" / "mistakes.html"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+        )
+        try:
+            page = browser.new_page()
+            errors = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(page_path.as_uri(), wait_until="load")
+            assert page.locator("#instructors-only").is_visible()
+            images = page.locator("img")
+            assert images.count() >= 2
+            widths = images.evaluate_all("els => els.map(i => i.complete && i.naturalWidth)")
+            assert all(w and w > 100 for w in widths), widths
+            assert page.locator(f"#{LESSON} a[href*='chapters/02-embeddings/#']").count() >= 1
+            assert page.locator("#stuck td", has_text="cy").count() == 1
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+def test_a_gradebook_from_another_course_is_refused_in_one_line(fake_class, tmp_path):
+    other = tmp_path / "other.db"
+    shutil.copyfile(fake_class["course"].gradebook, other)
+    db = sqlite3.connect(other)
+    db.execute("UPDATE course SET id = 'ml-101' WHERE id = 'gpt-from-the-ground-up'")
+    db.commit()
+    db.close()
+    done = instructor(
+        fake_class["course"].root,
+        "autograde",
+        "--gradebook",
+        f"sqlite:///{other}",
+        "--no-feedback",
+        "--no-export",
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "belongs to another course" in lines[0], done.stderr
+    assert "'ml-101'" in lines[0]
+
+
+def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
+    from graders.instructor.collect import collect
+    from graders.instructor.course import Course
+
+    course = Course.at(tmp_path / "course")
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    module = (ROOT / "exercises" / "embeddings.py").read_text()
+
+    def make(name: str, top: str = f"{LESSON}/") -> None:
+        with zipfile.ZipFile(archive / name, "w") as zf:
+            zf.writestr(f"{top}exercises/embeddings.py", module)
+            zf.writestr(f"{top}{LESSON}.ipynb", "{}")
+            zf.writestr(f"{top}graders/runner.py", "print('not kept')")
+
+    make("ann.zip")
+    make("hw2_bob_attempt_2026-02-03-09-30-00.zip", top="")
+    make("odd name!.zip")
+    (archive / "cy.zip").write_bytes(b"PK\x03\x04 truncated")
+    with zipfile.ZipFile(archive / "dee.zip", "w") as zf:
+        zf.writestr("notes.txt", "my homework")
+    found, problems = collect(course, [LESSON])
+    assert found == {LESSON: ["ann", "bob"]}
+    assert len(problems) == 3, problems
+    by_zip = {p.split(":")[0]: p for p in problems}
+    assert "not a readable zip" in by_zip[f"skipped downloaded/{LESSON}/archive/cy.zip"]
+    assert "no student id" in by_zip[f"skipped downloaded/{LESSON}/archive/odd name!.zip"]
+    assert "holds neither" in by_zip[f"skipped downloaded/{LESSON}/archive/dee.zip"]
+    bob = course.submitted / "bob" / LESSON
+    assert (bob / "exercises" / "embeddings.py").read_text() == module
+    assert not (bob / "graders").exists()
+    assert (bob / "timestamp.txt").read_text().startswith("2026-02-03 09:30:00")
+    assert (course.submitted / "ann" / LESSON / "timestamp.txt").is_file()
+
+
+def test_release_site_url_and_requirements(released_course, monkeypatch):
+    from graders.instructor.release import is_local, site_base
+
+    monkeypatch.delenv("COURSE_SITE_URL", raising=False)
+    assert is_local(site_base())  # mkdocs.yml's default: `nox -s serve`'s address
+    monkeypatch.setenv("COURSE_SITE_URL", "https://course.example.org/gpt")
+    assert site_base() == "https://course.example.org/gpt/"
+    assert site_base("https://other.example.org") == "https://other.example.org/"
+    folder = released_course / "release" / LESSON
+    needs = (folder / "requirements.txt").read_text()
+    assert "torch" in needs and "pytest" in needs and "jupyterlab" in needs
+    nb = nbformat.read(folder / f"{LESSON}.ipynb", as_version=4)
+    assert "requirements.txt" in nb.cells[0].source

@@ -288,16 +288,22 @@ class Recorder:
                     continue
                 (staging / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(Path(root) / name, staging / rel)
-        notebook = nbformat.v4.new_notebook(
-            cells=[nbformat.from_dict(c) for c in self.cells(lesson)]
-        )
-        notebook.metadata.update(
+        # nbformat 4.4, as released: no cell ids (nbgrader matches cells by grade id).
+        notebook = nbformat.from_dict(
             {
-                "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                "language_info": {"name": "python"},
+                "nbformat": 4,
+                "nbformat_minor": 4,
+                "metadata": {
+                    "kernelspec": {
+                        "display_name": "Python 3",
+                        "language": "python",
+                        "name": "python3",
+                    },
+                    "language_info": {"name": "python"},
+                },
+                "cells": self.cells(lesson),
             }
         )
-        notebook.nbformat_minor = 4
         sources = {}
         for count, cell in enumerate(notebook.cells, start=1):
             meta = cell.metadata["nbgrader"]

@@ -1,0 +1,78 @@
+"""A stand-in for the grading harness in tests of the autograde pipeline's own work (engine,
+recording, exports, report): the submission's lesson module says, in comments, which checks it
+fails and with which diagnosed mistake, and the fake reports exactly that, as the harness's
+JSON report would. Importable by Dask's worker processes (they get the test run's sys.path).
+
+    # FAIL lookup-matches-indexing=off-by-one     fails the check with that mistake
+    # FAIL nearest-cosine                         fails it with the check's general hint
+    # SLEEP 1.5                                   takes that long (a task still in flight)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+MARK = re.compile(r"^#\s*FAIL\s+([\w.-]+)(?:=([\w.-]+))?\s*$", re.M)
+SLEEP = re.compile(r"^#\s*SLEEP\s+([\d.]+)\s*$", re.M)
+
+
+def marks(fails: dict[str, str | None], sleep: float = 0.0) -> str:
+    """The comments that make the fake fail ``fails`` (check id -> mistake key or None)."""
+    lines = [f"# FAIL {check}" + (f"={key}" if key else "") for check, key in fails.items()]
+    if sleep:
+        lines.append(f"# SLEEP {sleep}")
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def fake_grade(
+    lesson: str, files: dict[str, bytes], *, sandbox: bool = True, timeout: float = 900.0
+) -> dict[str, Any]:
+    from graders.manifest import load_manifest
+
+    about = load_manifest().lesson(lesson)
+    text = files[f"{about.module}.py"].decode()
+    fails = {check: key or None for check, key in MARK.findall(text)}
+    sleep = SLEEP.search(text)
+    if sleep:
+        time.sleep(float(sleep.group(1)))
+    rows = []
+    for check in about.checks:
+        passed = check.id not in fails
+        hint = (
+            None if passed else check.mistake_hint(fails[check.id], about.mistakes(check.function))
+        )
+        rows.append(
+            {
+                "id": check.id,
+                "function": check.function,
+                "points": check.points if passed else 0,
+                "max_points": check.points,
+                "passed": passed,
+                "hint": hint,
+                "link": check.link,
+                "url": check.url,
+                "detail": None,
+                "hidden": check.hidden,
+            }
+        )
+    points = sum(row["points"] for row in rows)
+    most = sum(check.points for check in about.checks)
+    report = {
+        "target": "fake",
+        "hidden": True,
+        "complete": True,
+        "points": points,
+        "max_points": most,
+        "lessons": [
+            {
+                "slug": lesson,
+                "title": about.title,
+                "points": points,
+                "max_points": most,
+                "checks": rows,
+            }
+        ],
+    }
+    return {"report": report, "error": None, "seconds": 0.0, "log": ""}
