@@ -22,6 +22,14 @@
   term per section keeps its tooltip;
 - back-links under every glossary entry: the pages (and sections) where the term occurs.
 
+Maths: formulas are LaTeX in the pages (``$...$`` inline, ``$$...$$`` on their own lines, found
+by ``pymdownx.arithmatex`` in generic mode); this hook turns each into MathML at build time
+(``latex2mathml``), which browsers render natively: no script and no CDN, at build or read time.
+A formula it cannot typeset is a warning (so ``--strict`` fails), naming the page.
+
+Figures: every matplotlib figure in a chapter must sit in a ``<figure>`` with a non-empty
+``<figcaption>`` (``site/hooks/course_figures.py`` makes both); one without is a warning.
+
 Problems that would let the site drift from the manifest (a chapter without its marker, a
 section id that no heading carries, nav out of order, a missing chapter file) are logged as
 warnings, so ``mkdocs build --strict`` fails on them while ``mkdocs serve`` keeps working.
@@ -40,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from latex2mathml.converter import convert as latex_to_mathml
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
@@ -161,12 +170,21 @@ def _strip_fences(markdown: str) -> str:
     return "\n".join(out)
 
 
-def reading_minutes(markdown: str) -> int:
+# An HTML tag: a name right after "<" or "</", then attributes, up to the next ">". A bare
+# "<" in prose or code ("j <= i", "x < y and z > 0") is no tag, so no words are dropped.
+HTML_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
+
+
+def count_words(markdown: str) -> int:
+    """The words a reader reads: prose, lists, tables and quizzes, without fenced code."""
     prose = _strip_fences(markdown)
     prose = re.sub(r"<!--.*?-->", " ", prose, flags=re.DOTALL)
-    prose = re.sub(r"<[^>]+>", " ", prose)
-    words = re.findall(r"[A-Za-z0-9][\w'’.-]*", prose)
-    return max(1, math.ceil(len(words) / WORDS_PER_MINUTE))
+    prose = HTML_TAG.sub(" ", prose)
+    return len(re.findall(r"[A-Za-z0-9][\w'’.-]*", prose))
+
+
+def reading_minutes(markdown: str) -> int:
+    return max(1, math.ceil(count_words(markdown) / WORDS_PER_MINUTE))
 
 
 def _read_source(path: Path) -> str | None:
@@ -365,6 +383,10 @@ def on_config(config, **kwargs):
     # script (whose sys.path[0] is the venv's bin/). Before the lessons are loaded.
     if str(STATE.root) not in sys.path:
         sys.path.insert(0, str(STATE.root))
+    # ... and this folder, for the chapters' figure helper (course_figures.show_figure).
+    hooks_dir = str(Path(__file__).resolve().parent)
+    if hooks_dir not in sys.path:
+        sys.path.append(hooks_dir)
     STATE.lessons = load_lessons(STATE.docs_dir / "lessons.toml")
     STATE.by_page = {lesson.page: lesson for lesson in STATE.lessons}
     STATE.entries = load_glossary(STATE.root / "site" / "glossary.toml")
@@ -536,8 +558,67 @@ def _tidy_tooltips(content: str, page) -> str:
     return _TOOLTIP_SCAN.sub(replace, content)
 
 
+_ARITHMATEX = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">(?P<tex>.*?)</(?P=tag)>', re.DOTALL
+)
+_DELIMITERS = {"span": ("\\(", "\\)"), "div": ("\\[", "\\]")}
+
+
+def typeset_math(content: str, where: str) -> str:
+    """Replace arithmatex's generic LaTeX spans and divs with MathML."""
+
+    def replace(m: re.Match) -> str:
+        tag = m.group("tag")
+        opening, closing = _DELIMITERS[tag]
+        tex = html.unescape(m.group("tex")).strip().removeprefix(opening).removesuffix(closing)
+        tex = tex.strip()
+        try:
+            mathml = latex_to_mathml(tex, display="block" if tag == "div" else "inline")
+        except Exception as error:  # latex2mathml's errors share no base class
+            log.warning(
+                f"course hook: {where}: cannot typeset the formula ${tex}$ "
+                f"({type(error).__name__}: {error}); fix its LaTeX"
+            )
+            return m.group(0)
+        # latex2mathml prints what it does not understand as text: an unknown command, an
+        # escape inside \text{}, an alignment "&" outside an array.
+        unknown = re.findall(r">([^<]*(?:\\|&(?![#\w]+;))[^<]*)<", mathml)
+        if unknown:
+            log.warning(
+                f"course hook: {where}: the formula ${tex}$ would show {', '.join(unknown)} "
+                "as text; write it with commands latex2mathml supports"
+            )
+        mathml = mathml.replace("<math ", f'<math alttext="{html.escape(tex)}" ', 1)
+        if tag == "div":  # a wide formula scrolls inside its own box, never the page
+            return f'<div class="math-display">{mathml}</div>'
+        return mathml
+
+    return _ARITHMATEX.sub(replace, content)
+
+
+def check_figure_captions(content: str, where: str) -> None:
+    """Warn about a matplotlib figure that is not in a <figure> with a non-empty caption."""
+    figures = [(m.start(), m.end()) for m in re.finditer(r"<figure\b.*?</figure>", content, re.S)]
+    for svg in re.finditer(r"<svg\b.*?</svg>", content, re.DOTALL):
+        if not re.search(r'<g id="figure_\d+"', svg.group(0)):
+            continue  # an icon, not a plot
+        inside = next((span for span in figures if span[0] <= svg.start() < span[1]), None)
+        caption = ""
+        if inside is not None:
+            found = re.search(r"<figcaption[^>]*>(.*?)</figcaption>", content[slice(*inside)], re.S)
+            caption = HTML_TAG.sub("", found.group(1)).strip() if found else ""
+        if not caption:
+            log.warning(
+                f"course hook: {where} has a figure without a caption; print it with "
+                "course_figures.show_figure(fig, caption), the caption saying what to look at"
+            )
+
+
 def on_page_content(content: str, page, config, files, **kwargs):
+    content = typeset_math(content, page.file.src_uri)
     lesson = STATE.by_page.get(page.file.src_uri)
+    if lesson is not None:
+        check_figure_captions(content, page.file.src_uri)
     if lesson is not None:
         ids = set(_ID.findall(content))
         wanted = {f"sections.{f}": s for f, s in lesson.sections.items()}

@@ -1,0 +1,40 @@
+"""Figures for the chapters: a matplotlib figure printed as inline SVG with its caption.
+
+The chapters' hidden figure blocks (```` ```python exec="on" html="1" ````) call
+``show_figure(fig, caption)``; the course hook puts this folder on ``sys.path`` so they can
+import it, and it warns about any plot on a chapter page that has no caption. The SVG is
+inline (no image files, nothing fetched) and scales down to the column's width.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def figure_html(fig: Figure, caption: str) -> str:
+    """``<figure>`` with the figure as SVG and the caption; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    if not caption.strip():
+        raise ValueError("a figure needs a caption that says what to look at")
+    buffer = io.StringIO()
+    # No date in the metadata, so a rebuild gives the same page.
+    fig.savefig(
+        buffer, format="svg", bbox_inches="tight", facecolor="white", metadata={"Date": None}
+    )
+    plt.close(fig)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML header and doctype
+    svg = svg.replace("<svg ", '<svg class="course-figure" ', 1)
+    # The caption is plain text: it may contain "<" or "&" (a formula written in words).
+    return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
+def show_figure(fig: Figure, caption: str) -> None:
+    """Print the figure for markdown-exec (``html="1"`` blocks print HTML)."""
+    print(figure_html(fig, caption))
