@@ -1040,3 +1040,156 @@ def test_release_site_url_and_requirements(released_course, monkeypatch):
     assert "torch" in needs and "pytest" in needs and "jupyterlab" in needs
     nb = nbformat.read(folder / f"{LESSON}.ipynb", as_version=4)
     assert "requirements.txt" in nb.cells[0].source
+
+
+# -- a cluster and a PostgreSQL gradebook --------------------------------------------------------
+
+
+def _postgres_bin() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return versions[-1].parent if versions else None
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A private PostgreSQL server (Debian's postgresql package) on a Unix socket in a fresh
+    folder, for this module; yields a function making a new database's SQLAlchemy URL."""
+    import tempfile
+
+    binaries = _postgres_bin()
+    if binaries is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    psycopg = pytest.importorskip("psycopg", reason="the grading extra (psycopg) is missing")
+    folder = Path(tempfile.mkdtemp(prefix="course-pg-"))
+    # initdb refuses to run as root: there, the server runs as Debian's postgres user.
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(folder, "postgres")
+    folder.chmod(0o700)
+    with socket.socket() as s:  # a free number for the socket's name
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def run(*command: str) -> None:
+        done = subprocess.run([*as_user, *command], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    data = folder / "data"
+    run(str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+    options = f"-k {folder} -p {port} -c listen_addresses='' -c fsync=off"
+    run(
+        str(binaries / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(folder / "log"),
+        "-w",
+        "start",
+    )
+    names = iter(range(1000))
+
+    def new_database() -> str:
+        name = f"course{next(names)}"
+        with psycopg.connect(
+            host=str(folder), port=port, user="postgres", dbname="postgres", autocommit=True
+        ) as db:
+            db.execute(f"CREATE DATABASE {name}")
+        return f"postgresql+psycopg://postgres@/{name}?host={folder}&port={port}"
+
+    try:
+        yield new_database
+    finally:
+        run(str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _kill_a_busy_worker(scheduler: str, killed: list, stop: threading.Event) -> None:
+    """Wait until a worker is grading, let it get halfway, then SIGKILL its process."""
+    import signal
+    import time
+
+    from distributed import Client
+
+    with Client(scheduler, timeout=60) as client:
+        while not stop.is_set():
+            busy = [worker for worker, keys in client.processing().items() if keys]
+            if busy:
+                time.sleep(0.5)
+                pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.05)
+
+
+def test_cluster_autograde_on_postgresql_matches_one_process(
+    released_course, postgres, tmp_path_factory
+):
+    """The same class graded twice: in one process into SQLite, and on a local cluster of two
+    worker processes into PostgreSQL, one worker SIGKILLed mid-grading. Same grades, every
+    submission recorded exactly once."""
+    from autograde_fakes import fake_grade
+    from distributed import LocalCluster
+    from nbgrader.api import Gradebook
+    from sqlalchemy import create_engine, text
+
+    from graders.instructor import autograde as pipeline
+    from graders.instructor.course import Course, api
+    from graders.instructor.gradebook import HISTORY
+
+    checks = [c.id for c in manifest().lesson(LESSON).checks]
+    courses = {}
+    for name, db in (("single", None), ("cluster", postgres())):
+        root = tmp_path_factory.mktemp(name) / "course"
+        shutil.copytree(released_course, root)
+        course = courses[name] = Course.at(root, db)
+        if db:  # the lesson's cells into the new gradebook, as the release would
+            assert api(course).generate_assignment(LESSON, force=True, create=True)["success"]
+        for i in range(6):
+            fails = {checks[j]: None for j in range(i % len(checks))}
+            _fake_submit(root, f"s{i}", fails, sleep=0.8)
+    single = pipeline.autograde(
+        courses["single"], [LESSON], engine="threads", workers=1, grader=fake_grade
+    )
+    killed: list[int] = []
+    stop = threading.Event()
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        killer = threading.Thread(
+            target=_kill_a_busy_worker, args=(cluster.scheduler_address, killed, stop)
+        )
+        killer.start()
+        try:
+            spread = pipeline.autograde(
+                courses["cluster"],
+                [LESSON],
+                scheduler=cluster.scheduler_address,
+                grader=fake_grade,
+                progress=False,
+            )
+        finally:
+            stop.set()
+            killer.join()
+    assert killed, "no worker was grading when the test looked"
+    assert all(o.recorded for o in single + spread), [o.notes for o in single + spread]
+    assert _scores(courses["cluster"].db_url) == _scores(courses["single"].db_url)
+    assert len(_scores(courses["cluster"].db_url)) == 6 * len(checks)
+    engine = create_engine(courses["cluster"].db_url)
+    with engine.connect() as db:
+        assert db.execute(text("SELECT count(*) FROM submitted_assignment")).scalar() == 6
+        assert db.execute(text("SELECT count(*) FROM grade")).scalar() == 6 * len(checks)
+        history = db.execute(text(f"SELECT count(*) FROM {HISTORY.name}")).scalar()
+        assert history == 6 * len(checks)
+    engine.dispose()
+    with Gradebook(courses["cluster"].db_url) as gb:
+        assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {
+            f"s{i}" for i in range(6)
+        }

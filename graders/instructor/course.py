@@ -36,10 +36,11 @@ GRADEBOOK_ENV = "COURSE_GRADEBOOK_URL"  # an SQLAlchemy URL; default: COURSE/gra
 @dataclass(frozen=True)
 class Course:
     root: Path
+    db: str | None = None  # the gradebook's URL, when not the default (see db_url)
 
     @classmethod
-    def at(cls, root: Path | str | None = None) -> Course:
-        return cls(Path(root if root is not None else DEFAULT_COURSE).resolve())
+    def at(cls, root: Path | str | None = None, db: str | None = None) -> Course:
+        return cls(Path(root if root is not None else DEFAULT_COURSE).resolve(), db)
 
     @property
     def source(self) -> Path:
@@ -78,7 +79,7 @@ class Course:
         """nbgrader's gradebook: ``$COURSE_GRADEBOOK_URL`` (any SQLAlchemy URL, such as
         ``postgresql+psycopg://user@host/course`` when several machines write to it), else the
         SQLite file in the course directory."""
-        return os.environ.get(GRADEBOOK_ENV) or f"sqlite:///{self.gradebook}"
+        return self.db or os.environ.get(GRADEBOOK_ENV) or f"sqlite:///{self.gradebook}"
 
     def gradebook_name(self) -> str:
         """The gradebook's URL without its password, for messages."""
@@ -153,7 +154,7 @@ def kernel_environment() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *[p for p in paths if p != str(ROOT)]])
 
 
-def configure(c: Any, root: Path | str, manifest: Manifest | None = None) -> Any:
+def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = None) -> Any:
     """Set every nbgrader option of this course on the traitlets config ``c``."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
@@ -168,7 +169,7 @@ def configure(c: Any, root: Path | str, manifest: Manifest | None = None) -> Any
     from .collect import SubmissionCollector
     from .preprocessors import HideHiddenTests, RebuildFromGradebook
 
-    course = Course.at(root)
+    course = root if isinstance(root, Course) else Course.at(root)
     manifest = manifest or load_manifest()
     c.CourseDirectory.root = str(course.root)
     c.CourseDirectory.course_id = COURSE_ID
@@ -202,10 +203,10 @@ def configure(c: Any, root: Path | str, manifest: Manifest | None = None) -> Any
     return c
 
 
-def nbgrader_config(root: Path | str) -> Any:
+def nbgrader_config(course: Course | Path | str) -> Any:
     from traitlets.config import Config
 
-    return configure(Config(), root)
+    return configure(Config(), course)
 
 
 CONFIG_FILE = """\
@@ -237,6 +238,6 @@ def api(course: Course) -> Any:
 
     # nbgrader 0.9 with SQLAlchemy 2.x: harmless autoflush warnings on every autograde.
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    config = nbgrader_config(course.root)
+    config = nbgrader_config(course)
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)
