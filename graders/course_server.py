@@ -1,0 +1,219 @@
+"""``python -m graders.course_server``: the course site on your machine, runnable and live.
+
+    python -m graders.course_server                  # build/site at http://127.0.0.1:8008/course/
+    python -m graders.course_server --exercises DIR  # "with my code" uses another package
+
+It is a Jupyter server (``jupyter_server``) with three additions:
+
+- ``/course/...`` serves the built site (``mkdocs build``), after login by the token in the
+  printed address. Its pages get a ``<meta name="course-live">`` that tells
+  ``assets/javascripts/run.js`` the server is there: every example block gets Run and Edit,
+  executing in a real IPython kernel started through Jupyter's own kernel API
+  (``/api/kernels`` and its websocket), one kernel per open page, with the repository root as
+  its working directory (so ``solutions``, ``exercises`` and the provided code import);
+- the code each page's kernel runs first (``graders.kernel_setup``): the reference
+  ``solutions``, or with the page's "With my code" switch the student's package in its place;
+- ``/course-api/report`` returns the latest grading report (``nox -s grade`` writes
+  build/grading-report.json), which the progress page and the exercise boxes poll.
+
+It listens on 127.0.0.1 only, with a token; kernels start when a page first runs a block,
+stop when the page is left or closed (the page deletes its kernel) and otherwise after
+``--idle`` seconds without activity; no other Jupyter server extension is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SITE = ROOT / "build" / "site"
+PREFIX = "/course/"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see python -m graders.course_server --help)\n")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    from .runner import DEFAULT_REPORT
+
+    parser = _Parser(
+        prog="python -m graders.course_server",
+        description="Serve the built course site with Run buttons, 'with my code' and live "
+        "progress, on 127.0.0.1 only.",
+    )
+    parser.add_argument("--site", type=Path, default=DEFAULT_SITE, help="the built site")
+    parser.add_argument("--port", type=int, default=8008, help="port on 127.0.0.1")
+    parser.add_argument(
+        "--exercises",
+        type=Path,
+        default=ROOT / "exercises",
+        help="the package 'With my code' runs (default: exercises/)",
+    )
+    parser.add_argument(
+        "--report", type=Path, default=DEFAULT_REPORT, help="the grading report to follow"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60, help="seconds a block may run before it is stopped"
+    )
+    parser.add_argument(
+        "--output-limit", type=int, default=200_000, help="characters a block may print"
+    )
+    parser.add_argument(
+        "--idle", type=int, default=1800, help="seconds before an idle kernel is stopped"
+    )
+    parser.add_argument(
+        "--token", default=None, help="the login token (default: a random one, printed)"
+    )
+    parser.add_argument("--open", action="store_true", help="open the site in a browser")
+    return parser.parse_args(argv)
+
+
+def kernel_setup_code(exercises: Path | None, output_limit: int) -> str:
+    """What a page's kernel runs before its first block."""
+    target = "None" if exercises is None else repr(str(exercises.resolve()))
+    return (
+        "import graders.kernel_setup as _course_setup\n"
+        f"_course_setup.setup(exercises={target}, output_limit={output_limit})\n"
+        "del _course_setup\n"
+    )
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """The report and when it was written, or why there is none (never raises)."""
+    try:
+        stat = path.stat()
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"report": None, "graded": None, "error": None}
+    except (OSError, ValueError) as error:
+        return {"report": None, "graded": None, "error": f"cannot read {path}: {error}"}
+    graded = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds")
+    return {"report": report, "graded": graded, "error": None}
+
+
+def make_handlers(options: argparse.Namespace) -> list[tuple[str, type, dict[str, Any]]]:
+    from jupyter_server.base.handlers import APIHandler, JupyterHandler
+    from tornado import web
+
+    site = options.site.resolve()
+    live = {
+        "timeout": options.timeout,
+        "outputLimit": options.output_limit,
+        "exercises": _shown(options.exercises),
+        "setup": {
+            "reference": kernel_setup_code(None, options.output_limit),
+            "mine": kernel_setup_code(options.exercises, options.output_limit),
+        },
+        "report": "/course-api/report",
+    }
+
+    class SiteHandler(JupyterHandler, web.StaticFileHandler):
+        """The built site; HTML pages carry the live configuration in a meta element."""
+
+        def compute_etag(self) -> str | None:
+            return None  # pages differ per login (the XSRF token); no-cache revalidates
+
+        @web.authenticated
+        async def get(self, path: str, include_body: bool = True) -> None:
+            target = (site / path).resolve()
+            if not target.is_relative_to(site):
+                raise web.HTTPError(404)
+            if target.is_dir():
+                if path and not path.endswith("/"):
+                    self.redirect(f"{PREFIX}{path}/")
+                    return
+                target = target / "index.html"
+            if target.suffix != ".html":
+                await web.StaticFileHandler.get(self, path, include_body)
+                return
+            try:
+                text = target.read_text(encoding="utf-8")
+            except OSError:
+                raise web.HTTPError(404) from None
+            config = dict(live, xsrf=self.xsrf_token.decode())
+            meta = f"<meta name=\"course-live\" content='{_attr(json.dumps(config))}'>"
+            self.set_header("Content-Type", "text/html; charset=UTF-8")
+            self.set_header("Cache-Control", "no-cache")
+            self.finish(text.replace("</head>", meta + "</head>", 1))
+
+    class ReportHandler(APIHandler):
+        @web.authenticated
+        def get(self) -> None:
+            self.set_header("Cache-Control", "no-store")
+            self.finish(json.dumps(read_report(options.report)))
+
+    return [
+        (r"/course", web.RedirectHandler, {"url": PREFIX}),
+        (r"/course/(.*)", SiteHandler, {"path": str(site), "default_filename": "index.html"}),
+        (r"/course-api/report", ReportHandler, {}),
+    ]
+
+
+def _shown(path: Path) -> str:
+    """A package directory as the page names it: relative to the repository when inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace("'", "&#39;").replace("<", "&lt;")
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(argv)
+    if not (options.site / "index.html").is_file():
+        print(
+            f"error: no built site in {options.site}: build it first (nox -s docs)",
+            file=sys.stderr,
+        )
+        return 2
+    if not (options.exercises / "__init__.py").is_file():
+        print(f"error: {options.exercises} is not a package directory", file=sys.stderr)
+        return 2
+    from jupyter_server.serverapp import ServerApp
+
+    class CourseServer(ServerApp):
+        name = "course-server"
+
+        def find_server_extensions(self) -> None:
+            """Load no other extension (JupyterLab, nbgrader's, ...): only the kernel API."""
+            self.jpserver_extensions = {}
+
+    token = options.token or secrets.token_hex(24)
+    app = CourseServer()
+    app.initialize(
+        argv=[
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={options.port}",
+            "--ServerApp.port_retries=0",
+            "--ServerApp.open_browser=False",
+            "--ServerApp.allow_root=True",  # containers and CI run as root
+            f"--ServerApp.root_dir={ROOT}",
+            f"--ServerApp.default_url={PREFIX}",
+            f"--IdentityProvider.token={token}",
+            f"--MappingKernelManager.cull_idle_timeout={options.idle}",
+            "--MappingKernelManager.cull_interval=60",
+            "--MappingKernelManager.cull_connected=True",
+        ]
+    )
+    app.web_app.add_handlers(".*$", make_handlers(options))
+    url = f"http://127.0.0.1:{app.port}{PREFIX}?token={token}"
+    print(f"The course, runnable: {url}", flush=True)
+    if options.open:
+        import webbrowser
+
+        webbrowser.open(url)
+    app.start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

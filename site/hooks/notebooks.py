@@ -1,0 +1,274 @@
+"""MkDocs hook: a chapter's examples as a notebook, as runnable cells, and the progress page.
+
+Every top-level ```` ```python exec="on" ```` block of a page (the blocks markdown-exec runs at
+build time) is one *cell*. From the same parse this hook makes:
+
+- ``notebooks/<chapter>.ipynb`` in the built site: the chapter's cells in order, under the
+  headings they follow, so it runs top to bottom with the course installed (cells that print
+  HTML, the figures, are captured and shown as HTML);
+- a "Run these examples yourself" box before a page's first example: the notebook's download
+  link and how to run the examples in the page (``nox -s course``);
+- a start and an end marker around each block's rendering and the cells' sources as JSON
+  (``<script id="course-cells">``), which ``assets/javascripts/run.js`` turns into Run and
+  Edit buttons when the page is served by ``python -m graders.course_server``;
+- the "Your progress" page: ``<!-- progress -->`` in ``course/progress.md`` becomes the table
+  that run.js fills from the latest grading report.
+
+A page's cells share one kernel in the page, as one markdown-exec session does at build time.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+log = logging.getLogger("mkdocs.hooks.notebooks")
+
+FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]+)(?P<options>[^\n]*)$")
+OPTION = re.compile(r"(\w+)=\"([^\"]*)\"")
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*(?:\{[^}]*\})?[ \t]*#*[ \t]*$")
+PROGRESS_MARKER = re.compile(r"^[ \t]*<!--\s*progress\s*-->[ \t]*$", re.MULTILINE)
+NOTEBOOK_DIR = "notebooks"
+TRUE = {"1", "on", "true", "yes"}
+
+
+@dataclass
+class Cell:
+    source: str
+    html: bool  # prints HTML (a figure): shown as HTML, not as text
+    shown: bool  # the page shows the source (source="above" and friends)
+    heading: str  # the last heading above the block ("" before the first)
+    start: int  # line index of the opening fence
+    end: int  # line index of the closing fence
+
+
+def parse_cells(markdown: str) -> list[Cell]:
+    """The page's top-level exec'd Python blocks, in order (indented blocks are not cells)."""
+    lines = markdown.split("\n")
+    cells: list[Cell] = []
+    heading = ""
+    i = 0
+    while i < len(lines):
+        m = FENCE_OPEN.match(lines[i])
+        if m is None:
+            h = HEADING.match(lines[i])
+            if h:
+                heading = h.group(1) + " " + h.group(2)
+            i += 1
+            continue
+        fence = m.group("fence")
+        j = i + 1
+        while j < len(lines):
+            closing = lines[j].rstrip()
+            if closing.startswith(fence) and set(closing) == {fence[0]}:
+                break
+            j += 1
+        options = dict(OPTION.findall(m.group("options")))
+        if m.group("lang") in {"python", "py"} and options.get("exec", "").lower() in TRUE:
+            cells.append(
+                Cell(
+                    source="\n".join(lines[i + 1 : j]),
+                    html=options.get("html", "").lower() in TRUE,
+                    shown=options.get("source", "") not in {"", "none"},
+                    heading=heading,
+                    start=i,
+                    end=min(j, len(lines) - 1),
+                )
+            )
+        i = j + 1
+    return cells
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def _lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [line + "\n" for line in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _code(source: str) -> dict[str, Any]:
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": _lines(source),
+    }
+
+
+def _markdown(text: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "metadata": {}, "source": _lines(text)}
+
+
+def notebook(title: str, page: str, cells: list[Cell]) -> dict[str, Any]:
+    """An nbformat 4 notebook of the cells, with the headings they follow as Markdown."""
+    intro = (
+        f"# {title}\n\n"
+        f"The examples of the course chapter `course/{page}`, in order, generated from the "
+        "page when the site was built. Run it from the course repository's root (for example "
+        "`jupyter lab` there), or anywhere once the course is installed (`pip install -e .`): "
+        "the examples import the reference package, `solutions`. To try your own functions, "
+        "change `solutions` to `exercises` in an import."
+    )
+    out = [_markdown(intro)]
+    heading = ""
+    for cell in cells:
+        if cell.heading and cell.heading != heading:
+            heading = cell.heading
+            out.append(_markdown(heading))
+        if cell.html:
+            # The block prints HTML (a figure): capture what it prints, then show it as HTML.
+            out.append(_code("%%capture printed\n" + cell.source))
+            out.append(_code("from IPython.display import HTML\n\nHTML(printed.stdout)"))
+        else:
+            out.append(_code(cell.source))
+    for number, cell_json in enumerate(out):
+        cell_json["id"] = f"cell-{number}"  # nbformat 4.5: stable ids, so rebuilds diff cleanly
+    return {
+        "cells": out,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def notebook_path(src_uri: str) -> str:
+    return f"{NOTEBOOK_DIR}/{PurePosixPath(src_uri).stem}.ipynb"
+
+
+# --------------------------------------------------------------------------- page parts
+
+
+def run_box(src_uri: str) -> str:
+    target = PurePosixPath(notebook_path(src_uri))
+    here = PurePosixPath(src_uri).parent
+    rel = "/".join([".."] * len(here.parts) + list(target.parts))
+    return (
+        '!!! example "Run these examples yourself"\n\n'
+        "    Every example on this page ran when the site was built: the outputs you see are "
+        "real. To run them yourself, "
+        f'[download them as a Jupyter notebook]({rel}){{ download="{target.name}" }} '
+        "and open it in the course repository (or with the course installed), or serve the "
+        "course on your machine with `nox -s course`: every example then gets a **Run** "
+        "button, you can edit it, and a switch reruns the page with your own `exercises`.\n\n"
+        '<div class="course-run-panel" hidden></div>\n'
+    )
+
+
+def _script(payload: dict[str, Any]) -> str:
+    text = json.dumps(payload).replace("</", "<\\/")  # never closes the script element early
+    return f'<script type="application/json" id="course-cells">{text}</script>'
+
+
+def mark_cells(markdown: str, src_uri: str, lesson: str | None, root: str = "") -> str:
+    """Markers around every cell, the run box before the first, the cells' JSON at the end."""
+    cells = parse_cells(markdown)
+    if not cells:
+        return markdown
+    lines = markdown.split("\n")
+    for index in reversed(range(len(cells))):
+        cell = cells[index]
+        lines[cell.end + 1 : cell.end + 1] = ["", '<div class="course-cell-end"></div>', ""]
+        before = ["", f'<div class="course-cell" data-cell="{index}"></div>', ""]
+        if index == 0:
+            before = ["", run_box(src_uri), *before]
+        lines[cell.start : cell.start] = before
+    payload = {
+        "page": src_uri,
+        "root": root,  # the site's root, relative to this page
+        "lesson": lesson,
+        "notebook": notebook_path(src_uri),
+        "cells": [{"source": c.source, "html": c.html, "shown": c.shown} for c in cells],
+    }
+    return "\n".join(lines) + "\n\n" + _script(payload) + "\n"
+
+
+def progress_markup(lessons: list[Any], root: str) -> str:
+    rows = [
+        {
+            "slug": lesson.slug,
+            "number": lesson.number,
+            "title": lesson.title,
+            "page": lesson.page,
+            "functions": list(lesson.functions),
+        }
+        for lesson in lessons
+    ]
+    data = html.escape(json.dumps(rows), quote=True)
+    return (
+        f'<div class="course-progress" data-root="{root}" data-lessons="{data}">\n'
+        '<p class="course-progress__static">Your grading results appear here when the course '
+        "is served on your machine: run <code>nox -s course</code>, open the address it "
+        "prints, and grade with <code>nox -s grade</code> in another terminal; this page "
+        "follows every run. Quiz answers are kept by your browser.</p>\n</div>\n"
+    )
+
+
+# --------------------------------------------------------------------------- MkDocs events
+
+
+class _State:
+    def __init__(self) -> None:
+        self.lessons: list[Any] = []
+        self.slug_by_page: dict[str, str] = {}
+
+
+STATE = _State()
+
+
+def on_config(config, **kwargs):
+    global STATE
+    STATE = _State()
+    root = Path(config.config_file_path).resolve().parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from graders.manifest import ManifestError, load_manifest
+
+    try:
+        manifest = load_manifest(Path(config.docs_dir) / "lessons.toml")
+    except ManifestError as error:
+        log.warning(f"notebooks hook: {error}")
+        return config
+    STATE.lessons = sorted(manifest.lessons, key=lambda lesson: lesson.number)
+    STATE.slug_by_page = {lesson.page: lesson.slug for lesson in STATE.lessons}
+    return config
+
+
+def on_files(files: Files, config, **kwargs):
+    """One generated notebook per page with cells (generated files, so links to them check)."""
+    for file in list(files.documentation_pages()):
+        try:
+            markdown = file.content_string
+        except (OSError, UnicodeDecodeError):
+            continue
+        cells = parse_cells(markdown)
+        if not cells:
+            continue
+        title = next(
+            (line[2:].strip() for line in markdown.splitlines() if line.startswith("# ")),
+            PurePosixPath(file.src_uri).stem,
+        )
+        content = json.dumps(notebook(title, file.src_uri, cells), indent=1) + "\n"
+        files.append(File.generated(config, notebook_path(file.src_uri), content=content))
+    return files
+
+
+def on_page_markdown(markdown: str, page, config, files, **kwargs):
+    src = page.file.src_uri
+    root = "../" * page.url.count("/")  # "chapters/01-tokens/" -> "../../"
+    if PROGRESS_MARKER.search(markdown):
+        markup = progress_markup(STATE.lessons, root)
+        markdown = PROGRESS_MARKER.sub(lambda _: markup, markdown, count=1)
+    return mark_cells(markdown, src, STATE.slug_by_page.get(src), root)

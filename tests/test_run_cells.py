@@ -1,0 +1,321 @@
+"""Pages you can run: `python -m graders.course_server` driven by Debian's chromium.
+
+One small site (chapter 3 and the progress page, built through an inheriting config in a
+folder of links to the repository, so the real hooks and pages are used) is served by the
+course server with a student package that has `shift` done and `window_starts` still a stub.
+The browser runs a block, edits and reruns it, switches to "with my code", stops a runaway
+block, grades, and watches the progress page follow. Screenshots go to build/screenshots/run-*.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHAPTER = "chapters/03-windows/"
+LINKED = ["course", "site", "solutions", "exercises", "graders", "gpt", "pyproject.toml"]
+MINI_CONFIG = """\
+INHERIT: mkdocs.yml
+site_dir: out
+exclude_docs: |
+  *.toml
+  __pycache__/
+  chapters/0[12456789]-*.md
+  primer.md
+  glossary.md
+  faq.md
+validation:
+  links:
+    not_found: info
+nav:
+  - Home: index.md
+  - 3. Training pairs: chapters/03-windows.md
+  - Your progress: progress.md
+"""
+
+pytest.importorskip("jupyter_server", reason="the course server needs jupyter_server")
+
+
+def test_server_refuses_a_missing_site_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "graders.course_server", "--site", str(tmp_path / "nothing")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "build it first (nox -s docs)" in done.stderr
+
+
+def test_kernel_setup_aliases_lesson_modules_and_caps_output(tmp_path: Path) -> None:
+    """In a plain interpreter (no IPython): the aliasing and the output cap."""
+    mine = _student_package(tmp_path)
+    code = (
+        "import io, sys\n"
+        "from graders import kernel_setup as k\n"
+        f"k.use_exercises(__import__('pathlib').Path({str(mine)!r}))\n"
+        "from solutions.windows import shift, window_starts\n"
+        "import torch\n"
+        "print(shift(torch.arange(4))[1].tolist())\n"
+        "try:\n"
+        "    window_starts(16, 4, 4)\n"
+        "except NotImplementedError as e:\n"
+        "    print('stub:', e)\n"
+        "budget = {'left': 10}\n"
+        "s = k._CappedStream(io.StringIO(), budget)\n"
+        "try:\n"
+        "    s.write('x' * 25)\n"
+        "except k.OutputLimitExceeded:\n"
+        "    print('capped at', len(s.getvalue()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[1, 2, 3]"
+    assert lines[1].startswith("stub: window_starts in exercises/windows.py is not implemented")
+    assert lines[2] == "capped at 10"
+
+
+def _student_package(tmp_path: Path) -> Path:
+    """A copy of exercises/ named `mine`: lesson 1 done (the reference's tokens.py), and in
+    lesson 3 `shift` implemented while `window_starts` and the rest are still stubs."""
+    mine = tmp_path / "mine"
+    if not mine.exists():
+        shutil.copytree(ROOT / "exercises", mine, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(ROOT / "solutions" / "tokens.py", mine / "tokens.py")
+        windows = mine / "windows.py"
+        text, count = re.subn(
+            r"raise NotImplementedError\(['\"]shift in [^\n]*",
+            "return ids[..., :-1], ids[..., 1:]",
+            windows.read_text(encoding="utf-8"),
+        )
+        assert count == 1, "exercises/windows.py: the stub of shift was not found"
+        windows.write_text(text, encoding="utf-8")
+    return mine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Iterator[dict]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent (install it with `apt-get install -y chromium`)")
+    base = tmp_path_factory.mktemp("run-cells")
+    mini = base / "mini"
+    mini.mkdir()
+    for name in LINKED + ["mkdocs.yml"]:
+        if (ROOT / name).exists():
+            (mini / name).symlink_to(ROOT / name)
+    (mini / "test.yml").write_text(MINI_CONFIG)
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", "test.yml"],
+        cwd=mini,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
+    assert built.returncode == 0, built.stderr[-5000:]
+    mine = _student_package(base)
+    report = base / "report.json"
+    port, token = _free_port(), "test-token"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graders.course_server",
+            "--site",
+            str(mini / "out"),
+            "--port",
+            str(port),
+            "--token",
+            token,
+            "--exercises",
+            str(mine),
+            "--report",
+            str(report),
+            "--timeout",
+            "5",
+            "--output-limit",
+            "20000",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):  # the server is up when its status API answers
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=1)
+                break
+            except OSError:
+                if server.poll() is not None:
+                    pytest.fail("the course server exited:\n" + server.stdout.read())
+                time.sleep(0.1)
+        yield {"url": url, "token": token, "mine": mine, "report": report}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@pytest.fixture(scope="module")
+def page(course: dict):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(60_000)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{course['url']}/course/{CHAPTER}?token={course['token']}")
+        page.wait_for_selector(".course-cell-bar")
+        yield page
+        assert not errors, f"page errors: {errors}"
+        browser.close()
+
+
+def _shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"run-{name}.png"))
+
+
+def _run(page, index: int):
+    """Press Run on block `index` and wait for its status; return its output area."""
+    bar = page.locator(".course-cell-bar").nth(index)
+    bar.locator(".course-run").click()
+    status = bar.locator(".course-cell-status")
+    page.wait_for_function(
+        "el => !['', 'running…'].includes(el.textContent)", arg=status.element_handle()
+    )
+    return page.locator(".course-live-output").nth(index)
+
+
+def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
+    cells = json.loads(page.locator("#course-cells").text_content())["cells"]
+    first = next(i for i, c in enumerate(cells) if "shift(" in c["source"] and c["shown"])
+    stub = next(i for i, c in enumerate(cells) if "window_starts(" in c["source"] and c["shown"])
+
+    # Run: the live output is the build's (the page's static output) for the reference.
+    out = _run(page, first)
+    assert page.locator(".course-cell-status").nth(first).text_content() == "done"
+    static = (
+        page.locator(".course-cell")
+        .nth(first)
+        .evaluate(
+            "m => { let n = m.nextElementSibling; const parts = [];"
+            " while (n && !n.classList.contains('course-cell-end')) {"
+            " if (n.matches('.highlight')) parts.push(n.textContent); n = n.nextElementSibling; }"
+            " return parts[parts.length - 1]; }"
+        )
+    )
+    live = out.locator("pre").first.text_content()
+    assert live.strip() and live.strip() == static.strip()
+    _shot(page, "1-run")
+
+    # Edit and run again: the output follows the edit.
+    bar = page.locator(".course-cell-bar").nth(first)
+    bar.locator(".course-edit").click()
+    editor = page.locator(".course-editor")
+    editor.fill(editor.input_value() + "\nprint('edited', 6 * 7)")
+    out = _run(page, first)
+    assert "edited 42" in out.text_content()
+    _shot(page, "2-edited")
+
+    # A runaway block is stopped with a message; the kernel keeps working.
+    editor.fill("while True:\n    pass")
+    out = _run(page, first)
+    assert "Stopped: this block ran for more than 5" in out.text_content()
+    editor.fill("print('x' * 100_000)")
+    out = _run(page, first)
+    assert "Output stopped" in out.text_content()
+    assert len(out.text_content()) < 30_000
+    editor.fill("print('still alive')")
+    out = _run(page, first)
+    assert "still alive" in out.text_content()
+    _shot(page, "3-stopped")
+    bar.locator(".course-reset").click()  # the block's own code again
+
+    # With my code: shift (done) matches the reference; window_starts shows the stub's line.
+    page.locator(".course-mine input").check()
+    page.wait_for_function(
+        "i => document.querySelectorAll('.course-live-output')[i].dataset.status", arg=stub
+    )
+    mine = page.locator(".course-live-output").nth(first)
+    assert mine.locator(".course-live-label").text_content() == "Your code"
+    assert mine.locator("pre").first.text_content().strip() == static.strip()
+    note = page.locator(".course-live-output").nth(stub).locator(".course-live-stub")
+    message = note.text_content()
+    assert "window_starts in exercises/windows.py is not implemented yet" in message
+    anchor = re.search(r"03-windows\.md#([\w-]+)", message).group(1)
+    assert note.locator("a").get_attribute("href").endswith(f"chapters/03-windows/#{anchor}")
+    assert "Traceback" not in page.locator(".course-live-output").nth(stub).text_content()
+    page.locator(".course-live-output").nth(stub).scroll_into_view_if_needed()
+    _shot(page, "4-with-my-code")
+
+    # Progress: grade while the page is open; the exercise box and the progress page follow.
+    box = page.locator(".course-progress-box")
+    box.wait_for()
+    assert "Not graded yet" in box.text_content()
+    graded = subprocess.run(
+        [sys.executable, "-m", "graders", "windows", "--target", str(course["mine"])]
+        + ["--json", str(course["report"])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert graded.returncode == 0, graded.stderr
+    report = json.loads(course["report"].read_text())
+    points = report["lessons"][0]["points"]
+    assert 0 < points < report["lessons"][0]["max_points"]
+    expected = f"{points}/{report['lessons'][0]['max_points']}"
+    page.wait_for_function(
+        "want => (document.querySelector('.course-progress-box__points') || {}).textContent"
+        " === want",
+        arg=expected,
+    )
+    box.scroll_into_view_if_needed()
+    _shot(page, "5-box-graded")
+    page.locator("a[href$='progress/']").first.click()
+    page.wait_for_selector(".course-progress__row[data-lesson='windows']")
+    row = page.locator(".course-progress__row[data-lesson='windows']")
+    page.wait_for_function(
+        "want => document.querySelector(\"[data-lesson='windows'] .course-progress__points\")"
+        ".textContent === want",
+        arg=expected,
+    )
+    assert "to do" in row.text_content()
+    hints = page.locator(".course-check--failed .course-check__hint a")
+    assert hints.count() > 0
+    assert "chapters/03-windows/#" in hints.first.get_attribute("href")
+    _shot(page, "6-progress")
