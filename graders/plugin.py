@@ -136,6 +136,15 @@ class Student:
         )
 
 
+def _import_failure(module: str, error: StudentError | CheckFailed) -> str:
+    """One line: where the import failed and why ("objective.py, line 9: SyntaxError: ...")."""
+    if isinstance(error, CheckFailed):  # it hung or crashed the worker
+        return f"{module}.py: {error.detail}"
+    where = error.where if isinstance(error.where, str) else f"{module}.py"
+    message = error.message.replace(f" ({where})", "")  # a SyntaxError repeats its place
+    return f"{where}: {error.type_name}: {message}" if message else f"{where}: {error.type_name}"
+
+
 def _unwrap(error: BaseException) -> BaseException:
     """The harness's own exception inside hypothesis' wrappers (Flaky, exception groups)."""
     if isinstance(error, CheckFailed | StudentError | GraderUnavailable):
@@ -266,8 +275,7 @@ class GradingPlugin:
         try:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:
-            detail = error.detail if isinstance(error, StudentError) else str(error.detail)
-            self.report.import_failed(lesson.slug, f"{lesson.module}.py: {detail}")
+            self.report.import_failed(lesson.slug, _import_failure(lesson.module, error))
             self._failure[check.id] = (None, NOT_RUN)
             pytest.skip("the module failed to import")
         breaches = self._breaches.setdefault(lesson.slug, {})

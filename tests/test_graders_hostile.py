@@ -248,7 +248,13 @@ def test_correct_neighbours_keep_every_point(hostile_run, function):
 def test_a_module_that_hangs_on_import_costs_only_its_lesson(hostile_run):
     lesson = next(e for e in hostile_run[0]["lessons"] if e["slug"] == "generation")
     assert lesson["points"] == 0
-    assert all("took longer than 6 s" in c["hint"] for c in lesson["checks"])
+    assert "did not finish within 6 s" in lesson["import_error"]
+    assert all(c["hint"] is None for c in lesson["checks"])
+    assert all(
+        c["detail"] == "not run (module failed to import)"
+        for c in lesson["checks"]
+        if not c["hidden"]
+    )
 
 
 def test_rewriting_the_grader_tree_changed_nothing_in_the_run(hostile_run):
@@ -257,3 +263,355 @@ def test_rewriting_the_grader_tree_changed_nothing_in_the_run(hostile_run):
     assert (tree / "course" / "lessons.toml").read_text() == "garbage"
     # ... yet every check of that run was graded by the graders loaded before it ran.
     assert sum(len(lesson["checks"]) for lesson in report["lessons"]) > 40
+
+
+# --------------------------------------------------------------------------------------------
+# Borrowing: a submission with no exercise code of its own, whose every function looks for an
+# implementation to call (in its modules, the garbage collector, the stack's frames, and, in
+# the sandbox, the files it can read) and calls the first one that answers. Nothing trusted is
+# in the worker's reach, so it must earn nothing, public and hidden checks alike.
+
+BORROWER = """
+import gc, importlib.util, os, sys
+import torch
+from torch.utils.data import Dataset
+
+SEARCH_FILES = {search_files}
+NEEDLES = ("grader", "trusted", "oracle", "solution", "dependenc", "answer", "reference")
+FILES = ("trusted.py", "oracles.py", "dependencies.py", "{module}.py")
+_found = {{}}
+
+
+def _mine(obj):
+    init = getattr(obj, "__init__", None)
+    code = getattr(obj, "__code__", None) or getattr(init, "__code__", None)
+    return code is not None and code.co_filename == __file__
+
+
+def _files():
+    roots = {{os.getcwd(), os.path.expanduser("~"), "/tmp", "/work", "/root", "/home", "/srv",
+              "/opt", os.path.dirname(os.path.dirname(__file__)), sys.prefix, *sys.path}}
+    seen = 0
+    for root in roots:
+        for folder, dirs, names in os.walk(root):
+            seen += len(names)
+            if seen > 200000 or folder.count(os.sep) > 8:
+                dirs[:] = []
+            dirs[:] = [d for d in dirs if not d.startswith(".") or d == ".nox"]
+            for name in names:
+                if name in FILES and name != os.path.basename(__file__):
+                    yield os.path.join(folder, name)
+
+
+def _candidates(name):
+    found = []
+    for module in list(sys.modules.values()):
+        try:
+            obj = vars(module).get(name)
+        except Exception:
+            continue
+        if callable(obj) and not _mine(obj):
+            found.append(obj)
+    for obj in gc.get_objects():
+        try:
+            if callable(obj) and getattr(obj, "__name__", None) == name and not _mine(obj):
+                found.append(obj)
+        except Exception:
+            pass
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            for space in (frame.f_globals, frame.f_locals):
+                obj = space.get(name)
+                if callable(obj) and not _mine(obj):
+                    found.append(obj)
+            frame = frame.f_back
+    if SEARCH_FILES:
+        for path in _files():
+            try:
+                spec = importlib.util.spec_from_file_location("borrowed_" + str(len(found)), path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                obj = getattr(module, name, None)
+            except BaseException:
+                continue
+            if callable(obj):
+                found.append(obj)
+    found.sort(key=lambda o: not any(n in repr(o) for n in NEEDLES))
+    return found
+
+
+def _borrow(name, args, kwargs):
+    if name not in _found:
+        _found[name] = _candidates(name)
+    for candidate in _found[name]:
+        try:
+            return candidate(*args, **kwargs)
+        except BaseException:
+            continue
+    raise LookupError("nothing to borrow for " + name)
+"""
+
+FUNCTION = """
+
+def {name}(*args, **kwargs):
+    return _borrow({name!r}, args, kwargs)
+"""
+
+CLASS = """
+
+class {name}(Dataset):
+    def __init__(self, *args, **kwargs):
+        self.inner = _borrow({name!r}, args, kwargs)
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, i):
+        return self.inner[i]
+"""
+
+
+def borrowing_submission(directory: Path, search_files: bool) -> Path:
+    """A package whose every lesson function borrows (see BORROWER)."""
+    from graders.manifest import load_manifest
+
+    target = directory / "borrower"
+    target.mkdir()
+    (target / "__init__.py").write_text("")
+    for lesson in load_manifest().lessons:
+        source = BORROWER.format(search_files=search_files, module=lesson.module)
+        for name in lesson.functions:
+            source += (CLASS if name[0].isupper() else FUNCTION).format(name=name)
+        (target / f"{lesson.module}.py").write_text(source)
+    return target
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["worker", "sandbox"])
+def test_a_submission_that_borrows_earns_nothing(tmp_path, sandbox):
+    import graders
+
+    if sandbox and shutil.which("bwrap") is None:
+        pytest.fail(
+            "bubblewrap is not installed (apt-get install bubblewrap): the sandbox cannot run"
+        )
+    target = borrowing_submission(tmp_path, search_files=sandbox)
+    report = graders.grade(target, hidden=True, sandbox=sandbox, json_path=tmp_path / "r.json")
+    earned = [
+        (c["id"], c["detail"])
+        for lesson in report["lessons"]
+        for c in lesson["checks"]
+        if c["passed"]
+    ]
+    assert report["complete"] and report["points"] == 0, earned
+
+
+# --------------------------------------------------------------------------------------------
+# "By hand": cross_entropy may not reach a library cross-entropy, log-softmax or log-sum-exp
+# however it binds it. Each binding below gets its own module-level setup and function.
+
+CORRECT_TAIL = """
+    keep = targets != ignore_index
+    picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+"""
+BINDINGS = {
+    "default-argument": """
+        import torch.nn.functional as F
+        def cross_entropy(logits, targets, ignore_index=-100, _f=F.cross_entropy):
+            return _f(logits, targets, ignore_index=ignore_index)
+    """,
+    "alias": """
+        import torch
+        _lse = torch.logsumexp
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (_lse(logits[keep], dim=-1) - picked).mean()
+    """,
+    "closure": """
+        import torch
+        def _make():
+            log_probs = torch.nn.functional.log_softmax
+            def nll(logits, targets, keep):
+                rows = log_probs(logits[keep], dim=-1)
+                return -rows.gather(-1, targets[keep].unsqueeze(-1)).mean()
+            return nll
+        _nll = _make()
+        def cross_entropy(logits, targets, ignore_index=-100):
+            return _nll(logits, targets, targets != ignore_index)
+    """,
+    "tensor-method": """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (logits[keep].logsumexp(dim=-1) - picked).mean()
+    """,
+    "nn-module": """
+        import torch
+        def cross_entropy(logits, targets, ignore_index=-100):
+            return torch.nn.CrossEntropyLoss(ignore_index=ignore_index)(logits, targets)
+    """,
+    "from-import-as": """
+        from torch.special import logsumexp as _norm
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (_norm(logits[keep], dim=-1) - picked).mean()
+    """,
+    # Names built at run time get past the reading of the code; the watch still sees the op.
+    "name-built-at-run-time": """
+        import torch
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            norm = getattr(torch, "log" + "sum" + "exp")
+            return (norm(logits[keep], dim=-1) - picked).mean()
+    """,
+    "bound-after-import": """
+        import importlib
+        _lib = {}
+        def cross_entropy(logits, targets, ignore_index=-100):
+            if not _lib:
+                functional = importlib.import_module("torch.nn." + "functional")
+                _lib["f"] = getattr(functional, "cross_" + "entropy")
+            return _lib["f"](logits, targets, ignore_index=ignore_index)
+    """,
+    "switches-the-watch-off": """
+        import torch
+        from torch.utils import _python_dispatch as modes
+        def cross_entropy(logits, targets, ignore_index=-100):
+            while modes._get_current_dispatch_mode_stack():
+                modes._pop_mode()
+            return torch.nn.functional.cross_entropy(logits, targets, ignore_index=ignore_index)
+    """,
+}
+
+
+def _module_with(setup_and_function: str) -> str:
+    """objective.py of solutions/ with cross_entropy (and its setup) replaced."""
+    source = (ROOT / "solutions" / "objective.py").read_text()
+    from grader_variants import replace_definition
+
+    return replace_definition(source, "cross_entropy", "def cross_entropy(*a, **k): pass") + (
+        "\n" + textwrap.dedent(setup_and_function)
+    )
+
+
+@pytest.fixture(scope="module")
+def binding_reports(tmp_path_factory) -> dict[str, dict]:
+    import graders
+
+    reports = {}
+    for label, source in BINDINGS.items():
+        directory = tmp_path_factory.mktemp(label)
+        target = build_target(directory)
+        (target / "objective.py").write_text(_module_with(source))
+        reports[label] = graders.grade(
+            target,
+            lessons=["objective"],
+            hidden=True,
+            functions=["cross_entropy"],
+            json_path=directory / "r.json",
+        )
+    return reports
+
+
+@pytest.mark.parametrize("binding", sorted(BINDINGS))
+def test_by_hand_rule_holds_against_every_binding(binding_reports, binding):
+    checks = binding_reports[binding]["lessons"][0]["checks"]
+    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
+    assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+
+
+def test_by_hand_rule_keeps_a_correct_cross_entropy_that_lm_loss_shares_a_module_with(tmp_path):
+    """The rule covers cross_entropy's code only: lm_loss calling F.cross_entropy is allowed,
+    and so is a docstring that names what not to call."""
+    import graders
+
+    target = build_target(tmp_path)
+    source = _module_with(
+        '''
+        import torch.nn.functional as F
+        def cross_entropy(logits, targets, ignore_index=-100):
+            """By hand: no F.cross_entropy, logsumexp or log_softmax here."""
+            keep = targets != ignore_index
+            rows = logits[keep]
+            peak = rows.max(dim=-1, keepdim=True).values
+            norm = peak.squeeze(-1) + (rows - peak).exp().sum(dim=-1).log()
+            picked = rows.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+            return (norm - picked).mean()
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            V = logits.shape[-1]
+            return F.cross_entropy(logits[:, :-1].reshape(-1, V), input_ids[:, 1:].reshape(-1),
+                                   ignore_index=ignore_index)
+        '''
+    )
+    (target / "objective.py").write_text(source)
+    report = graders.grade(
+        target, lessons=["objective"], hidden=True, json_path=tmp_path / "r.json"
+    )
+    lesson = report["lessons"][0]
+    assert lesson["points"] == lesson["max_points"], [
+        (c["id"], c["hint"]) for c in lesson["checks"] if not c["passed"]
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# One lesson's patches stay in its lesson; an import failure is one message.
+
+
+def test_a_patch_in_one_lesson_does_not_reach_another(tmp_path):
+    import graders
+
+    target = build_target(tmp_path)
+    with open(target / "embeddings.py", "a") as f:
+        f.write(
+            textwrap.dedent("""
+            # Module-level vandalism: every later comparison and mask in this process breaks.
+            torch.Tensor.__eq__ = lambda self, other: torch.zeros(self.shape, dtype=torch.bool)
+            torch.Tensor.__ne__ = lambda self, other: torch.ones(self.shape, dtype=torch.bool)
+            torch.tril = lambda *args, **kwargs: torch.zeros(1)
+            torch.where = lambda *args, **kwargs: torch.zeros(1)
+            """)
+        )
+    lessons = ["embeddings", "attention", "objective", "packing"]
+    report = graders.grade(target, lessons=lessons, hidden=True, json_path=tmp_path / "r.json")
+    for lesson in report["lessons"][1:]:
+        assert lesson["points"] == lesson["max_points"], (
+            lesson["slug"],
+            [(c["id"], c["detail"]) for c in lesson["checks"] if not c["passed"]],
+        )
+
+
+def test_an_import_failure_is_reported_once_without_hints(tmp_path):
+
+    target = build_target(tmp_path)
+    path = target / "objective.py"
+    lines = path.read_text().splitlines() + ["def broken(:"]
+    path.write_text("\n".join(lines) + "\n")
+    script = textwrap.dedent(f"""
+        import sys
+        from graders.__main__ import main
+        args = ["objective", "--target", {str(target)!r}, "--json", {str(tmp_path / "r.json")!r}]
+        sys.exit(main(args))
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    lesson = report["lessons"][0]
+    assert (
+        "SyntaxError" in lesson["import_error"]
+        and f"objective.py, line {len(lines)}" in lesson["import_error"]
+    )
+    assert all(
+        c["detail"] == "not run (module failed to import)" and c["hint"] is None
+        for c in lesson["checks"]
+    )
+    out = result.stdout
+    assert out.count("SyntaxError") == 1, out
+    assert out.index("SyntaxError") < out.index(lesson["checks"][0]["id"]), out
+    from graders.manifest import load_manifest
+
+    hints = [c.hint for c in load_manifest().lesson("objective").checks]
+    assert not any(hint in out for hint in hints), out
