@@ -9,11 +9,14 @@ or from Python (the nbgrader tooling does):
 
 The lesson manifest (course/lessons.toml, read by ``graders.manifest``) holds every check's
 points, hint and link; graders/public and graders/hidden hold the pytest tests behind them;
-the student's code runs only in a separate worker process (graders/worker.py,
-graders/client.py). The checks' expected answers come from graders/oracles.py, and the trusted
-implementations the worker plugs in for a function's dependencies from graders/trusted.py:
-both implement exercises, so the student release leaves them out and replays answers recorded
-at release time instead (graders/answers.py, graders/instructor/release.py). Importing this
+the student's code runs only in a separate worker process, a fresh one per lesson
+(graders/worker.py, graders/client.py), which holds nothing trusted. The checks' expected
+answers come from graders/oracles.py, a function's dependencies are answered by the checker
+(graders/dependencies.py, with graders/trusted.py), and "by hand" rules are read from the
+student's code in the checker (graders/rules.py) and watched in the worker. oracles, trusted and
+dependencies implement exercises, so the student release leaves them out and replays answers
+recorded at release time instead (graders/answers.py, graders/instructor/release.py).
+Importing this
 package is cheap: torch and pytest load on first use.
 """
 
