@@ -4,8 +4,10 @@ Everything a student's function returns reaches the checker as plain data (see
 graders/worker.py). A test validates it here, in the checker's own torch, and fails with
 ``CheckFailed``: a ``detail`` (what was wrong, shown for public checks only) and optionally
 the key of a diagnosed ``mistake`` from the check's ``[lesson.check.mistakes]`` table in
-course/lessons.toml, whose text becomes the hint. Without a diagnosis the hint is the check's
-default one.
+course/lessons.toml, whose text becomes the hint. Name a mistake only when the answer shows it
+(it equals what that mistake gives, or the error is the one it raises). Without a diagnosis
+the hint is the check's default one, which says what behaviour the check expects; the detail
+then carries the got and expected values.
 
     out = student.call("lookup", table, ids)
     expect_close(out, oracle.lookup(table, ids), "lookup(table, ids)",

@@ -48,6 +48,8 @@ def split_pieces(text: str, mistake: str | None = None) -> list[str]:
         return regex.findall(GPT2_PATTERN, text)
     if mistake == "lost-text":
         return text.split()
+    if mistake == "ignore-case":
+        return regex.findall(GPT2_PATTERN, text, flags=regex.IGNORECASE)
     if mistake not in _PIECES_MISTAKES:
         raise _unknown(mistake)
     return regex.findall(_PIECES_MISTAKES[mistake], text)
@@ -159,6 +161,13 @@ def lookup(table: Tensor, ids: Tensor, mistake: str | None = None) -> Tensor:
     if mistake == "flattened":
         return F.embedding(ids, table).reshape(-1, table.shape[-1])
     raise _unknown(mistake)
+
+
+def lookup_grad(table: Tensor, ids: Tensor, weights: Tensor) -> Tensor:
+    """The gradient that reaches the table when ``(lookup(table, ids) * weights).sum()`` is
+    differentiated: each looked-up row collects the weights of every place it went to."""
+    grad = torch.zeros_like(table)
+    return grad.index_add_(0, ids.reshape(-1), weights.reshape(-1, table.shape[-1]))
 
 
 def add_positions(vectors: Tensor, pos_table: Tensor, mistake: str | None = None) -> Tensor:
@@ -317,6 +326,12 @@ def cross_entropy(
         return per_row.sum()
     if mistake == "negated":
         return -expected
+    if mistake == "no-max-back":  # log(sum(exp(z - m))) without adding m back
+        keep = targets != ignore_index
+        z = logits[keep]
+        shifted = z - z.max(dim=-1, keepdim=True).values
+        picked = z.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+        return (shifted.exp().sum(dim=-1).log() - picked).mean()
     raise _unknown(mistake)
 
 
@@ -524,8 +539,21 @@ def _no_step(model, micro_batches, optimizer, max_grad_norm=1.0):
     return 0.0
 
 
+def _token_weighted(model, micro_batches, optimizer, max_grad_norm=1.0):
+    """The mistake: each micro-batch weighted by its share of the counted targets."""
+    model.train()
+    counts = [int((y != -100).sum()) for _, y in micro_batches]
+    for (x, y), n in zip(micro_batches, counts, strict=True):
+        (trusted.next_token_loss(model, x, y) * n / sum(counts)).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad()
+    return 0.0
+
+
 _STEPS = {
     None: trusted.train_step,
+    "token-weighted": _token_weighted,
     "unscaled": functools.partial(trusted.train_step, scale=False),
     "no-clip": functools.partial(trusted.train_step, clip=False),
     "last-batch-only": _zero_each_batch,
@@ -571,6 +599,7 @@ _FIT_MISTAKES = {
     "eval-off-by-one": {"eval_from_zero": True},
     "no-final-eval": {"final_eval": False},
     "cycle-replays": {"replay": True},
+    "first-group-only": {"first_group": True},
 }
 
 
@@ -591,6 +620,7 @@ def _fit(
     final_eval: bool = True,
     replay: bool = False,
     one_batch: bool = False,
+    first_group: bool = False,
 ) -> list[dict]:
     """The loop as the contract says; the flags give classic mistakes."""
 
@@ -606,7 +636,7 @@ def _fit(
                 return
 
     def set_lr(lr):
-        for group in optimizer.param_groups:
+        for group in optimizer.param_groups[:1] if first_group else optimizer.param_groups:
             group["lr"] = lr
 
     batches = forever()
@@ -649,6 +679,25 @@ def sample_next(
 ) -> Tensor:
     """The trusted sample with a generator seeded with ``seed`` (argmax at temperature 0)."""
     return trusted.sample_next(logits, temperature, top_k, torch.Generator().manual_seed(seed))
+
+
+def sample(
+    logits: Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    draws: int = 1,
+    mistake: str | None = None,
+) -> dict:
+    """What the sample scenario gives: the samples and the generator's next numbers after them
+    ("argmax-top-1", "own-generator": a generator that was never drawn from)."""
+    if mistake not in (None, "argmax-top-1", "own-generator"):
+        raise _unknown(mistake)
+    result = worker.scenario_sample(trusted.sample_next, logits, temperature, top_k, seed, draws)
+    if mistake is not None:
+        fresh = torch.Generator().manual_seed(seed)
+        result["next"] = torch.randint(0, 2**30, (4,), generator=fresh)
+    return result
 
 
 _GENERATE_MISTAKES = {

@@ -6,11 +6,15 @@ checks not graded yet have ``passed: false`` and detail "not graded"):
     {"target", "hidden", "complete", "points", "max_points",
      "lessons": [{"slug", "title", "points", "max_points", "import_error",
                   "checks": [{"id", "function", "points", "max_points", "passed", "hint",
-                              "link", "url", "detail", "hidden"}]}]}
+                              "link", "url", "detail", "hidden", "explained_by"}]}]}
 
 ``import_error`` is null, or the one line that says why the lesson's module failed to import
 (exception, file and line); its checks then have detail "not run (module failed to import)"
 and no hint.
+
+``explained_by`` is null, or the id of an earlier failed check whose mistake explains this
+failure too: the same diagnosed mistake of the same function, or a failure of a function this
+one uses (TokenWindows uses shift). The student fixes that one thing first.
 
 ``link`` is the chapter page and section relative to course/ (chapters/01-tokens.md#x),
 ``url`` the same place on the built site (chapters/01-tokens/#x). ``hint`` and ``detail`` are
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .hints import NOT_IMPLEMENTED
-from .manifest import Check, Lesson
+from .manifest import ROOT, Check, Lesson, site_url
 
 NOT_GRADED = "not graded"
 
@@ -47,6 +51,8 @@ class Report:
         self.reveal_hidden = reveal_hidden
         self._checks: dict[str, dict[str, Any]] = {}
         self._lesson_of: dict[str, dict[str, Any]] = {}
+        self._default_hint: dict[str, str] = {}  # check id -> the manifest's own hint
+        self._uses: dict[str, tuple[str, ...]] = {}  # check id -> the functions it builds on
         self.data: dict[str, Any] = {
             "target": str(target),
             "hidden": hidden,
@@ -76,7 +82,10 @@ class Report:
                     "url": check.url,
                     "detail": NOT_GRADED,
                     "hidden": check.hidden,
+                    "explained_by": None,
                 }
+                self._default_hint[check.id] = check.hint
+                self._uses[check.id] = uses(lesson.module, check.function)
                 entry["checks"].append(row)
                 self._checks[check.id] = row
                 self._lesson_of[check.id] = entry
@@ -91,6 +100,7 @@ class Report:
         row["hint"] = None if passed else hint
         row["detail"] = None if passed or (check.hidden and not self.reveal_hidden) else detail
         lesson = self._lesson_of[check.id]
+        self._explain(lesson)
         lesson["points"] = sum(c["points"] for c in lesson["checks"])
         self.data["points"] = sum(e["points"] for e in self.data["lessons"])
         self.write()
@@ -101,6 +111,25 @@ class Report:
         if lesson.get("import_error") is None:
             lesson["import_error"] = message
             self.write()
+
+    def _explain(self, lesson: dict[str, Any]) -> None:
+        """Point each failure that an earlier one explains at that one (``explained_by``)."""
+        earlier: list[dict[str, Any]] = []
+        for row in lesson["checks"]:
+            row["explained_by"] = None
+            if (
+                row["passed"]
+                or row["detail"] == NOT_GRADED
+                or row["hint"] in (None, NOT_IMPLEMENTED)
+            ):
+                continue
+            for first in earlier:
+                diagnosed = row["hint"] != self._default_hint[row["id"]]
+                same_mistake = first["function"] == row["function"] and first["hint"] == row["hint"]
+                if (same_mistake and diagnosed) or first["function"] in self._uses[row["id"]]:
+                    row["explained_by"] = first["explained_by"] or first["id"]
+                    break
+            earlier.append(row)
 
     def lesson(self, slug: str) -> dict[str, Any]:
         return next(e for e in self.data["lessons"] if e["slug"] == slug)
@@ -172,32 +201,108 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
             failed.append(check)
     console.print(table)
     stubs: dict[str, dict[str, Any]] = {}
+    followers: dict[str, list[dict[str, Any]]] = {}  # check id -> failures it explains
+    for check in failed:
+        if check.get("explained_by"):
+            followers.setdefault(check["explained_by"], []).append(check)
     for check in failed:
         if check["hint"] == NOT_IMPLEMENTED:
             stubs.setdefault(check["function"], check)
             continue
+        if check.get("explained_by"):
+            continue  # told with the failure that explains it
+        same = [c for c in followers.get(check["id"], []) if c["function"] == check["function"]]
+        other = [c for c in followers.get(check["id"], []) if c["function"] != check["function"]]
+        names = ", ".join(c["id"] for c in [check, *same])
         # A grid with a fixed gutter: long hints and details wrap with a hanging indent.
         note = Table.grid(padding=(0, 0))
         note.add_column(width=4, no_wrap=True)
         note.add_column()
         note.add_row(
             Text("  ✗ ", "red"),
-            Text.assemble((check["id"], "bold"), ": ", (check["hint"] or "failed", "yellow")),
+            Text.assemble((names, "bold"), ": ", (check["hint"] or "failed", "yellow")),
         )
-        if check["detail"]:
-            note.add_row("", Padding(Text(check["detail"], "dim"), (0, 0, 0, 2)))
-        note.add_row("", Padding(Text(f"see course/{check['link']}", "cyan"), (0, 0, 0, 2)))
+        for each in [check, *same, *other]:
+            if each["detail"]:
+                label = f"{each['id']}: " if each is not check else ""
+                note.add_row("", Padding(Text(label + each["detail"], "dim"), (0, 0, 0, 2)))
+        if other:
+            uses = ", ".join(sorted({c["function"] for c in other}))
+            ids = ", ".join(c["id"] for c in other)
+            note.add_row(
+                "",
+                Padding(
+                    Text(
+                        f"one mistake: {uses} uses {check['function']}, so {ids} fail"
+                        f"{'s' if len(other) == 1 else ''} too; fix {check['function']} first",
+                        "yellow",
+                    ),
+                    (0, 0, 0, 2),
+                ),
+            )
         console.print(note)
+        print_link(console, check["link"], indent=6)
     for function, check in stubs.items():
         console.print(
-            Text.assemble(
-                ("  ✗ ", "red"),
-                (function, "bold"),
-                (": not implemented yet", "yellow"),
-                (f"; see course/{check['link']}", "cyan"),
-            )
+            Text.assemble(("  ✗ ", "red"), (function, "bold"), (": not implemented yet", "yellow"))
         )
+        print_link(console, check["link"], indent=6)
     console.print()
+
+
+def print_link(console: Any, link: str, indent: int = 0) -> None:
+    """``see <where>`` on a line of its own that is never wrapped: a terminal finds the whole
+    address (a long one runs past the edge rather than breaking), and where the terminal
+    supports it the address is a hyperlink."""
+    from rich.style import Style
+    from rich.text import Text
+
+    where = href(link)
+    target = where if "://" in where else Path(where.rsplit(":", 1)[0]).resolve().as_uri()
+    text = Text.assemble(" " * indent, "see ", (where, Style(color="cyan", link=target)))
+    console.print(text, soft_wrap=True, crop=False, overflow="ignore", no_wrap=True)
+
+
+def href(link: str, root: Path | None = None) -> str:
+    """Where a student can open a check's section (``link``: ``chapters/02-x.md#y``, relative
+    to course/): the course site's address when it is known ($COURSE_SITE_URL, or the
+    ``site_url`` a release recorded), else the built site's page (``build/site/...``), else the
+    chapter's source file at the section's line (``/path/course/chapters/02-x.md:44``, which
+    editors and terminals open), else the path relative to the repository."""
+    root = Path(root) if root is not None else ROOT
+    page, _, section = link.partition("#")
+    where = site_url(page, section or None)
+    base = os.environ.get("COURSE_SITE_URL") or _released_site(root)
+    if base:
+        return base.rstrip("/") + "/" + where
+    built = root / "build" / "site" / site_url(page) / "index.html"
+    if built.is_file():
+        return built.as_uri() + (f"#{section}" if section else "")
+    source = root / "course" / page
+    if source.is_file():
+        marker = f"{{#{section}}}"
+        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
+            if section and line.lstrip().startswith("#") and marker in line:
+                return f"{source}:{number}"
+        return str(source)
+    return f"course/{link}"
+
+
+def _released_site(root: Path) -> str | None:
+    """The site address a student release recorded (release.json at its root), if any."""
+    try:
+        return json.loads((root / "release.json").read_text(encoding="utf-8"))["site_url"] or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def uses(module: str, function: str) -> tuple[str, ...]:
+    """The functions of the same lesson that ``function`` builds on (graders/worker.py)."""
+    try:
+        from .worker import DEPENDENCIES
+    except ImportError:  # a grader tree without torch: nothing to say
+        return ()
+    return tuple(DEPENDENCIES.get(f"{module}.{function}", ()))
 
 
 def render_total(console: Any, report: dict[str, Any]) -> None:

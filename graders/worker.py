@@ -336,10 +336,11 @@ def scenario_make_loader(
     global_before = torch.random.get_rng_state()
     batches = [[list(batch) for batch in loader] for _ in range(epochs)]
     generator = getattr(loader, "generator", None)
+    seeded = isinstance(generator, torch.Generator)
     return {
         "is_loader": isinstance(loader, DataLoader),
         "epochs": batches,
-        "generator_seed": generator.initial_seed() if isinstance(generator, torch.Generator) else None,
+        "generator_seed": generator.initial_seed() if seeded else None,
         "global_drawn": not torch.equal(global_before, torch.random.get_rng_state()),
     }
 

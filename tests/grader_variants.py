@@ -28,6 +28,7 @@ class Variant:
     source: str  # the replacement definition
     hint: str | None = None  # for a wrong variant: text the hint of a failed check must contain
     hidden: bool = False  # only a hidden check catches it
+    not_hint: str | None = None  # text no failed check's hint may contain (a mistake not made)
 
     @property
     def function(self) -> str:
@@ -83,9 +84,15 @@ def rounds(variants: list[Variant]) -> list[list[Variant]]:
 
 
 def V(  # noqa: N802
-    module: str, name: str, label: str, hint: str | None, source: str, hidden: bool = False
+    module: str,
+    name: str,
+    label: str,
+    hint: str | None,
+    source: str,
+    hidden: bool = False,
+    not_hint: str | None = None,
 ) -> Variant:
-    return Variant(module, name, label, source, hint, hidden)
+    return Variant(module, name, label, source, hint, hidden, not_hint)
 
 
 # The harness's own hints (graders/hints.py) for failures any check can see.
@@ -456,7 +463,7 @@ WRONG: list[Variant] = [
         "windows",
         "window_starts",
         "no-target-room",
-        "context_length + 1 tokens",
+        "one more token for its last target",
         """
         def window_starts(n_tokens, context_length, stride):
             return list(range(0, n_tokens - context_length + 1, stride))
@@ -508,7 +515,7 @@ WRONG: list[Variant] = [
         "windows",
         "TokenWindows.__init__",
         "list-kept",
-        "convert it with torch.as_tensor",
+        "convert a list of ids to a tensor",
         """
         def __init__(self, ids, context_length, stride):
             self.ids = ids
@@ -520,7 +527,7 @@ WRONG: list[Variant] = [
         "windows",
         "make_loader",
         "global-seed",
-        "generator=torch.Generator().manual_seed",
+        "a torch.Generator of its own",
         """
         def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
                         seed=None):
@@ -988,7 +995,7 @@ WRONG: list[Variant] = [
         "training",
         "lr_at",
         "no-validation",
-        "raise ValueError unless",
+        "raise ValueError when warmup_steps",
         """
         def lr_at(step, *, max_lr, min_lr, warmup_steps, max_steps):
             if step < warmup_steps:
@@ -1058,7 +1065,7 @@ WRONG: list[Variant] = [
         "training",
         "train_step",
         "no-train-mode",
-        "model.train()",
+        "train mode first",
         """
         def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
             total = 0.0
@@ -1218,7 +1225,7 @@ WRONG: list[Variant] = [
         "training",
         "fit",
         "no-cycle",
-        "start a fresh iter(train_batches)",
+        "start a fresh pass",
         """
         def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
                 eval_batches=None, eval_every=None):
@@ -1300,7 +1307,7 @@ WRONG: list[Variant] = [
         "generation",
         "sample_next",
         "no-generator",
-        "generator=generator",
+        "draw with the generator you are given",
         """
         def sample_next(logits, temperature=1.0, top_k=None, generator=None):
             if temperature == 0:
@@ -1527,6 +1534,297 @@ WRONG: list[Variant] = [
             ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
             return ours
     """,
+    ),
+]
+
+# Mistakes the graders missed once (issue 9), and more of the same kind: gradient flow, the
+# caller's generator, inputs left untouched, unequal batch sizes, case and edge inputs. The last
+# ones also check that a hint names only a mistake the student made (``not_hint``).
+WRONG += [
+    V(
+        "tokens",
+        "split_pieces",
+        "ignore-case",
+        "case-sensitive",
+        """
+        def split_pieces(text):
+            return regex.compile(GPT2_PATTERN, regex.IGNORECASE).findall(text)
+    """,
+    ),
+    V(
+        "embeddings",
+        "lookup",
+        "detached",
+        "detached from the table",
+        """
+        def lookup(table, ids):
+            return table[ids].detach()
+    """,
+    ),
+    V(
+        "embeddings",
+        "lookup",
+        "through-python",
+        "detached from the table",
+        """
+        def lookup(table, ids):
+            return torch.tensor(table.tolist(), dtype=table.dtype)[ids]
+    """,
+    ),
+    V(
+        "embeddings",
+        "one_hot_lookup",
+        "detached",
+        "detached from the table",
+        """
+        def one_hot_lookup(table, ids):
+            one_hot = F.one_hot(ids, num_classes=table.shape[0]).to(table.dtype)
+            return (one_hot @ table).detach()
+    """,
+    ),
+    V(
+        "windows",
+        "make_loader",
+        "generator-only-when-shuffling",
+        "shuffling or not",
+        """
+        def make_loader(ids, batch_size, context_length, stride, shuffle=True, drop_last=True,
+                        seed=None):
+            generator = None
+            if shuffle and seed is not None:
+                generator = torch.Generator().manual_seed(seed)
+            return DataLoader(TokenWindows(ids, context_length, stride), batch_size=batch_size,
+                              shuffle=shuffle, drop_last=drop_last, generator=generator)
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "token-weighted",
+        "weighted by their token count",
+        """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            counts = [int((y != -100).sum()) for _, y in micro_batches]
+            total = 0.0
+            for (x, y), n in zip(micro_batches, counts):
+                loss = next_token_loss(model, x, y)
+                (loss * n / sum(counts)).backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad()
+            return total / len(micro_batches)
+    """,
+    ),
+    V(
+        "training",
+        "train_step",
+        "empties-list",
+        "changed the caller's list of micro-batches",
+        """
+        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+            model.train()
+            count, total = len(micro_batches), 0.0
+            while micro_batches:
+                x, y = micro_batches.pop(0)
+                loss = next_token_loss(model, x, y)
+                (loss / count).backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad()
+            return total / count
+    """,
+    ),
+    V(
+        "training",
+        "evaluate",
+        "empties-list",
+        "evaluate changed the caller's batches",
+        """
+        def evaluate(model, batches):
+            was = model.training
+            model.eval()
+            losses = []
+            with torch.no_grad():
+                while batches:
+                    x, y = batches.pop()
+                    losses.append(next_token_loss(model, x, y).item())
+            model.train(was)
+            return sum(losses) / len(losses)
+    """,
+    ),
+    V(
+        "training",
+        "fit",
+        "first-group-only",
+        "first param group only",
+        """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            batches = _cycle(train_batches)
+            history = []
+            for step in range(steps):
+                lr = lr_schedule(step)
+                optimizer.param_groups[0]["lr"] = lr
+                micro = [next(batches) for _ in range(grad_accum)]
+                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
+                due = eval_every is not None and (step + 1) % eval_every == 0
+                if eval_batches is not None and (due or step == steps - 1):
+                    record["eval_loss"] = evaluate(model, eval_batches)
+                history.append(record)
+            return history
+    """,
+    ),
+    V(
+        "training",
+        "fit",
+        "rotates-list",
+        "fit changed the caller's list of batches",
+        """
+        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+                eval_batches=None, eval_every=None):
+            history = []
+            for step in range(steps):
+                lr = lr_schedule(step)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                micro = []
+                for _ in range(grad_accum):  # the list itself is the queue: take, put back
+                    micro.append(train_batches.pop(0))
+                    train_batches.append(micro[-1])
+                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
+                due = eval_every is not None and (step + 1) % eval_every == 0
+                if eval_batches is not None and (due or step == steps - 1):
+                    record["eval_loss"] = evaluate(model, eval_batches)
+                history.append(record)
+            return history
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "argmax-top-1",
+        "top_k = 1 is still a draw",
+        """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0 or top_k == 1:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "own-generator",
+        "draw with the generator you are given",
+        """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            own = torch.Generator().manual_seed(1234)
+            return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=own).squeeze(-1)
+    """,
+    ),
+    V(
+        "generation",
+        "generate",
+        "rolls-prompt",
+        "changed the caller's prompt",
+        """
+        def generate(model, ids, max_new_tokens, context_length, temperature=1.0, top_k=None,
+                     generator=None):
+            out = ids
+            with torch.no_grad():
+                for _ in range(max_new_tokens):
+                    logits = model(out[:, -context_length:])
+                    next_id = sample_next(logits[:, -1, :], temperature, top_k, generator)
+                    out = torch.cat([out, next_id.unsqueeze(-1)], dim=-1)
+            ids.copy_(out[:, -ids.shape[1]:])  # keep the caller's buffer up to date
+            return out
+    """,
+    ),
+    V(
+        "objective",
+        "cross_entropy",
+        "no-max-back",
+        "add m back",
+        """
+        def cross_entropy(logits, targets, ignore_index=-100):
+            keep = targets != ignore_index
+            logits, targets = logits[keep], targets[keep]
+            shifted = logits - logits.max(dim=-1, keepdim=True).values
+            picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            return (shifted.exp().sum(dim=-1).log() - picked).sum() / keep.sum()
+    """,
+        not_hint="hard-coded -100",
+    ),
+    V(
+        "objective",
+        "lm_loss",
+        "summed",
+        None,
+        """
+        def lm_loss(logits, input_ids, ignore_index=-100):
+            import torch.nn.functional as F
+            V = logits.shape[-1]
+            return F.cross_entropy(logits[:, :-1].reshape(-1, V), input_ids[:, 1:].reshape(-1),
+                                   ignore_index=ignore_index, reduction="sum")
+    """,
+        not_hint="pass ignore_index on",
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "not-transposed-hidden",
+        "transpose the four Conv1D",
+        """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(MASK_BUFFERS):
+                    continue
+                if key != "lm_head.weight" and not key.startswith("transformer."):
+                    key = "transformer." + key
+                ours[key] = value
+            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
+            return ours
+    """,
+        hidden=True,
+        not_hint="when lm_head.weight is present keep it",
+    ),
+    V(
+        "generation",
+        "load_gpt2_state_dict",
+        "replaces-lm-head",
+        "when lm_head.weight is present keep it",
+        """
+        def load_gpt2_state_dict(hf_state):
+            ours = {}
+            for key, value in hf_state.items():
+                if key.endswith(MASK_BUFFERS) or key == "lm_head.weight":
+                    continue
+                if not key.startswith("transformer."):
+                    key = "transformer." + key
+                if key.endswith(CONV1D_WEIGHTS):
+                    value = value.t()
+                ours[key] = value
+            ours["lm_head.weight"] = ours["transformer.wte.weight"]
+            return ours
+    """,
+        hidden=True,
     ),
 ]
 

@@ -33,6 +33,7 @@ CHECK_KEYS = {
     "url",
     "detail",
     "hidden",
+    "explained_by",
 }
 
 
@@ -124,7 +125,7 @@ def test_cli_exit_status_is_zero_whatever_the_score(tmp_path):
     result = run_cli("attention", "--json", str(tmp_path / "r.json"))  # exercises/: 0 points
     assert result.returncode == 0, result.stderr
     assert "not implemented yet" in result.stdout
-    assert "chapters/04-attention.md#causal-mask" in result.stdout
+    assert "course/chapters/04-attention.md:" in result.stdout  # the section's line, clickable
 
 
 @pytest.mark.parametrize(
@@ -370,3 +371,104 @@ def test_each_windows_check_is_charged_only_for_its_own_mistake(tmp_path):
     seeded = checks["make-loader-seeded"]
     assert not seeded["passed"]
     assert "first differs" in seeded["detail"]
+
+
+def _failed_row(check_id: str, function: str, hint: str, detail: str = "got 1, expected 2") -> dict:
+    return {
+        "id": check_id,
+        "function": function,
+        "points": 0,
+        "max_points": 1,
+        "passed": False,
+        "hidden": False,
+        "hint": hint,
+        "detail": detail,
+        "link": "chapters/03-windows.md#shifted-targets",
+        "url": "chapters/03-windows/#shifted-targets",
+        "explained_by": None,
+    }
+
+
+def test_links_are_the_site_or_a_path_a_terminal_opens(tmp_path, monkeypatch):
+    from graders.report import href
+
+    link = "chapters/02-embeddings.md#embedding-lookup"
+    monkeypatch.setenv("COURSE_SITE_URL", "https://course.example.org/gpt/")
+    assert href(link) == "https://course.example.org/gpt/chapters/02-embeddings/#embedding-lookup"
+    monkeypatch.delenv("COURSE_SITE_URL")
+    # A student release records the site it links to.
+    (tmp_path / "release.json").write_text('{"site_url": "https://s.example.org/"}')
+    assert href(link, tmp_path) == "https://s.example.org/chapters/02-embeddings/#embedding-lookup"
+    (tmp_path / "release.json").unlink()
+    # The chapter's source at the heading's line: terminals and editors open path:line.
+    chapter = tmp_path / "course" / "chapters" / "02-embeddings.md"
+    chapter.parent.mkdir(parents=True)
+    chapter.write_text(
+        "# Tokens become vectors\n\ntext\n\n## Embedding lookup {#embedding-lookup}\n"
+    )
+    assert href(link, tmp_path) == f"{chapter}:5"
+    # A built site wins over the source: its page, at the section.
+    page = tmp_path / "build" / "site" / "chapters" / "02-embeddings" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html></html>")
+    assert href(link, tmp_path) == page.as_uri() + "#embedding-lookup"
+    assert href(link) == f"{ROOT / 'course' / 'chapters' / '02-embeddings.md'}:" + str(
+        next(
+            i
+            for i, line in enumerate((ROOT / "course/chapters/02-embeddings.md").open(), 1)
+            if "{#embedding-lookup}" in line
+        )
+    )
+
+
+def test_a_long_link_is_never_wrapped(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from graders.report import render_lesson
+
+    monkeypatch.setenv("COURSE_SITE_URL", "https://a-rather-long-host-name.example.org/courses/gpt")
+    out = io.StringIO()
+    lesson = {"title": "Training pairs", "slug": "windows", "points": 0, "max_points": 1}
+    row = _failed_row("shift-pairs", "shift", "targets are not shifted " * 4)
+    render_lesson(Console(file=out, width=40), lesson | {"checks": [row]})
+    url = "https://a-rather-long-host-name.example.org/courses/gpt/chapters/03-windows/#shifted-targets"
+    assert any(line.strip() == f"see {url}" for line in out.getvalue().splitlines()), out.getvalue()
+
+
+def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path):
+    """The same diagnosed mistake in two checks of a function, and a check of a function that
+    uses it: one note, naming every check it explains."""
+    import io
+
+    from rich.console import Console
+
+    from graders.manifest import load_manifest
+    from graders.report import Report, render_lesson
+
+    manifest = load_manifest()
+    lesson = manifest.lesson("windows")
+    checks = lesson.selected_checks(hidden=False)
+    report = Report(tmp_path, False, [(lesson, checks)], None)
+    mistake = manifest.check("shift-pairs").mistakes["not-shifted"]
+    by_id = {c.id: c for c in checks}
+    report.record(by_id["shift-pairs"], False, mistake, "shift gave inputs [1, 2]")
+    report.record(by_id["shift-any-shape"], False, mistake, "shift gave inputs [3, 4]")
+    items = by_id["token-windows-items"]
+    report.record(items, False, items.hint, "TokenWindows[0] is (x=[5], y=[5])")
+    report.record(
+        by_id["window-starts-examples"], False, "some other hint", "got [0], expected [0, 4]"
+    )
+    rows = {row["id"]: row for row in report.lesson("windows")["checks"]}
+    assert rows["shift-pairs"]["explained_by"] is None
+    assert rows["shift-any-shape"]["explained_by"] == "shift-pairs"
+    assert rows["token-windows-items"]["explained_by"] == "shift-pairs"  # TokenWindows uses shift
+    assert rows["window-starts-examples"]["explained_by"] is None  # a mistake of its own
+    out = io.StringIO()
+    render_lesson(Console(file=out, width=200), report.lesson("windows"))
+    text = out.getvalue()
+    assert text.count(mistake) == 1
+    assert "shift-pairs, shift-any-shape: " + mistake in text
+    assert "one mistake: TokenWindows uses shift, so token-windows-items fails too" in text
+    assert "TokenWindows[0] is (x=[5], y=[5])" in text  # its detail still shows

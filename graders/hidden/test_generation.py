@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.checking import expect_close, hidden_settings
+from graders.checking import expect_close, fail, hidden_settings, same
 from graders.gpt2 import gpt2_state
 from graders.public.test_generation import (
     check_generate,
@@ -72,6 +72,9 @@ def test_generate_random(student, seed, B, T, n, L, temperature, top_k):
 def test_load_gpt2_keeps_lm_head(student):
     hf = gpt2_state(1, 4, 6, 3, seed=9, prefix=False, lm_head=True)
     got = load(student, hf, "load_gpt2_state_dict")
+    head, wte = got.get("lm_head.weight"), got.get("transformer.wte.weight")
+    if isinstance(head, torch.Tensor) and same(head, wte) and not same(hf["lm_head.weight"], wte):
+        fail("load_gpt2_state_dict replaced the given lm_head.weight by wte", "replaced-lm-head")
     check_keys(got, hf, "load_gpt2_state_dict")
     check_values(got, hf, "load_gpt2_state_dict")
 

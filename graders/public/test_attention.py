@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import expect_close, randn
+from graders.checking import as_tensor, expect_close, fail, randn
 
 
 def check_mask(student, T: int) -> None:
@@ -42,13 +42,15 @@ def check_attention(student, q, k, v, mask, what, **tolerance):
         key: later.attention(q, k, v, mask, mistake=key)
         for key in MISTAKES + (MASK_MISTAKES if mask is not None else ())
     }
-    expect_close(
-        student.call("attention", *args),
-        expected,
-        what,
-        mistakes=mistakes,
-        **tolerance,
-    )
+    out = student.call("attention", *args)
+    value = as_tensor(out, what)
+    if (
+        bool(expected.isfinite().all())
+        and value.is_floating_point()
+        and not bool(value.isfinite().all())
+    ):
+        fail(f"{what} holds NaN or inf, expected finite values", "overflow")
+    expect_close(out, expected, what, mistakes=mistakes, **tolerance)
 
 
 @pytest.mark.check("attention-matches-sdpa")

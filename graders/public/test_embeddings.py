@@ -11,6 +11,7 @@ from graders.checking import (
     as_int,
     as_list,
     as_pair,
+    as_tensor,
     diagnose,
     expect_close,
     fail,
@@ -46,37 +47,71 @@ def test_lookup_any_shape(student, shape):
     )
 
 
+def check_gradient(student, function: str) -> None:
+    """The output stays connected to the table: the gradient of a weighted sum of it reaches
+    exactly the looked-up rows (a row looked up twice collects both weights)."""
+    table, ids, weights = randn(20, 6, 3), torch.tensor([[4, 1, 4], [0, 5, 1]]), randn(21, 2, 3, 3)
+    what = f"{function}(table [6, 3], ids [2, 3])"
+    got = student.scenario("grad", function=function, args=[table, ids], wrt=[0], weights=weights)
+    grads = as_list(got["grads"] if isinstance(got, dict) else None, "the gradients", as_any)
+    if grads[0] is None:
+        fail(f"{what}: no gradient reached the table (the output is detached from it)", "detached")
+    expect_close(
+        grads[0], oracle.lookup_grad(table, ids, weights), f"the gradient {what} sends the table"
+    )
+
+
+def as_any(value, what):
+    return value
+
+
+@pytest.mark.check("lookup-gradient")
+def test_lookup_gradient(student):
+    check_gradient(student, "lookup")
+
+
+@pytest.mark.check("one-hot-gradient")
+def test_one_hot_gradient(student):
+    check_gradient(student, "one_hot_lookup")
+
+
+def check_one_hot(student, table, ids, what: str) -> None:
+    """one_hot_lookup against the lookup; a shape error is one-hot vectors of the wrong width,
+    a dtype error or result one-hot vectors left in their own dtype."""
+    try:
+        out = student.call("one_hot_lookup", table, ids)
+    except StudentError as error:
+        text = error.message
+        if "dtype" in text or "scalar type" in text:
+            fail(f"{what} raised {error.type_name}: {text}", "float32")
+        if "shape" in text or "size" in text:
+            fail(f"{what} raised {error.type_name}: {text}", "no-num-classes")
+        raise
+    value = as_tensor(out, what)
+    if value.dtype != table.dtype and value.dtype.is_floating_point:
+        fail(f"{what} has dtype {value.dtype}, expected {table.dtype}", "float32")
+    expect_close(value, oracle.lookup(table, ids), what)
+
+
 @pytest.mark.check("one-hot-matches-lookup")
 def test_one_hot_matches_lookup(student):
     table = randn(4, 6, 5)
     ids = torch.tensor([[5, 0, 3], [1, 4, 2]])
-    expect_close(
-        student.call("one_hot_lookup", table, ids),
-        oracle.lookup(table, ids),
-        "one_hot_lookup(table [6, 5], ids [2, 3])",
-    )
+    check_one_hot(student, table, ids, "one_hot_lookup(table [6, 5], ids [2, 3])")
 
 
 @pytest.mark.check("one-hot-num-classes")
 def test_one_hot_num_classes(student):
     table = randn(5, 10, 3)
     ids = torch.tensor([1, 2, 1])  # the largest id is far below V - 1
-    expect_close(
-        student.call("one_hot_lookup", table, ids),
-        oracle.lookup(table, ids),
-        "one_hot_lookup(table [10, 3], ids [1, 2, 1])",
-    )
+    check_one_hot(student, table, ids, "one_hot_lookup(table [10, 3], ids [1, 2, 1])")
 
 
 @pytest.mark.check("one-hot-keeps-dtype")
 def test_one_hot_keeps_dtype(student):
     table = randn(6, 4, 3, dtype=torch.float64)
     ids = torch.tensor([3, 0, 2, 1])
-    expect_close(
-        student.call("one_hot_lookup", table, ids),
-        oracle.lookup(table, ids),
-        "one_hot_lookup(float64 table [4, 3], ids [4])",
-    )
+    check_one_hot(student, table, ids, "one_hot_lookup(float64 table [4, 3], ids [4])")
 
 
 def check_add(student, vectors, pos, what: str, mistakes: tuple[str, ...] = ()) -> None:
@@ -111,7 +146,10 @@ def test_add_positions_broadcast(student):
 def test_add_positions_too_long(student):
     error = student.error("add_positions", torch.zeros(2, 7, 3), randn(10, 5, 3))
     if not error.is_a("ValueError"):
-        fail(f"with T=7 > L=5, add_positions raised {error.type_name}, expected ValueError")
+        fail(
+            f"with T=7 > L=5, add_positions raised {error.type_name}, expected ValueError",
+            "not-value-error",
+        )
     if "7" not in error.message or "5" not in error.message:
         fail(f"the ValueError's message {error.message!r} names not both T=7 and L=5", "no-numbers")
 
@@ -119,8 +157,17 @@ def test_add_positions_too_long(student):
 @pytest.mark.check("add-positions-full-length")
 def test_add_positions_full_length(student):
     vectors, pos = randn(11, 8, 2).reshape(2, 4, 2), randn(12, 4, 2)
+    try:
+        out = student.call("add_positions", vectors, pos)
+    except StudentError as error:
+        if error.is_a("ValueError"):
+            fail(
+                f"with T = L = 4, add_positions raised ValueError: {error.message}",
+                "raises-at-equal",
+            )
+        raise
     expect_close(
-        student.call("add_positions", vectors, pos),
+        out,
         oracle.add_positions(vectors, pos),
         "add_positions(vectors [2, 4, 2], pos_table [4, 2]) (T == L)",
     )

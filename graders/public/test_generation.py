@@ -26,7 +26,12 @@ def check_sample(
     for key, change in (mistakes or {}).items():
         args = {"logits": logits, "temperature": temperature, "top_k": top_k, "seed": seed}
         answers[key] = later.sample_next(**(args | change))
-    result = student.call("sample_next", logits, temperature, top_k, seeded(seed))
+    try:
+        result = student.call("sample_next", logits, temperature, top_k, seeded(seed))
+    except StudentError as error:
+        if top_k is not None and top_k > logits.shape[-1] and "range" in error.message:
+            fail(f"{what} raised {error.type_name}: {error.message}", "not-capped")
+        raise
     expect_close(result, expected, what, mistakes=answers)
 
 
@@ -85,6 +90,46 @@ def test_sample_top_k_capped(student):
     )
 
 
+def check_draws(student, logits, what, *, temperature=1.0, top_k=None, seed=0, draws=1) -> None:
+    """Samples and the caller's generator afterwards: both as PyTorch's own draws leave them."""
+    config = {"temperature": temperature, "top_k": top_k, "seed": seed, "draws": draws}
+    expected = oracle.sample(logits, **config)
+    got = student.scenario("sample", function="sample_next", logits=logits, **config)
+    samples = as_list(got["samples"], f"the samples of {what}", as_tensor)
+    after = as_tensor(got["next"], "the generator's next numbers")
+    untouched = later.sample(logits, **config, mistake="own-generator")
+    if same(samples, expected["samples"], rtol=0, atol=0) and same(after, expected["next"]):
+        return
+    if same(after, untouched.get()["next"]):
+        key = "argmax-top-1" if top_k == 1 else "own-generator"
+        fail(f"{what}: the caller's generator did not advance", key)
+    for i, (sample, want) in enumerate(zip(samples, expected["samples"], strict=True)):
+        expect_close(sample, want, f"{what}, draw {i + 1}")
+    fail(f"{what}: the caller's generator advanced differently from one multinomial draw per call")
+
+
+@pytest.mark.check("sample-uses-generator")
+def test_sample_uses_generator(student):
+    # Plain draws first: a generator of one's own shows there; then top_k = 1, where only a
+    # shortcut around the draw leaves the caller's generator where it was.
+    check_draws(
+        student,
+        2 * randn(7, 4, 10),
+        "sample_next(logits [4, 10], temperature=0.7), 3 times",
+        temperature=0.7,
+        seed=32,
+        draws=3,
+    )
+    check_draws(
+        student,
+        2 * randn(6, 4, 10),
+        "sample_next(logits [4, 10], top_k=1), twice",
+        top_k=1,
+        seed=31,
+        draws=2,
+    )
+
+
 # -- generate -------------------------------------------------------------------------------------
 
 
@@ -109,7 +154,7 @@ def run_generate(student, config: dict, what: str) -> dict:
         raise
     ids = as_tensor(got["ids"], f"the ids {what} returned", kind="int")
     records = as_list(got["records"], "the model's calls", lambda v, w: v)
-    return {"ids": ids, "records": records}
+    return {"ids": ids, "records": records, "prompt_after": got.get("prompt_after")}
 
 
 def check_generate(student, config: dict, what: str, mistakes: tuple[str, ...] = ()) -> dict:
@@ -150,7 +195,20 @@ def test_generate_no_grad(student):
     config = gen_config(4, 1, 2, 3, 8, temperature=0.0)
     got = check_generate(student, config, "generate(ids [1, 2], 3 new tokens)")
     if any(as_bool(r["grad"], "grad mode") for r in got["records"]):
-        fail("the model ran with gradients enabled during generate")
+        fail("the model ran with gradients enabled during generate", "grad-enabled")
+
+
+@pytest.mark.check("generate-leaves-ids")
+def test_generate_leaves_ids(student):
+    config = gen_config(5, 2, 3, 4, 8, temperature=0.0)
+    got = run_generate(student, config, "generate(ids [2, 3], 4 new tokens)")
+    after = got["prompt_after"]
+    if not same(after, config["ids"], rtol=0, atol=0):
+        fail(
+            f"generate changed the caller's prompt {config['ids'].tolist()} to "
+            f"{after.tolist() if isinstance(after, torch.Tensor) else after!r}",
+            "changed-prompt",
+        )
 
 
 # -- load_gpt2_state_dict ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import as_float, expect_close, fail, randn
+from graders.checking import as_float, as_tensor, expect_close, fail, randn
 from graders.client import StudentError
 
 
@@ -18,8 +18,10 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
     expected = oracle.cross_entropy(logits, targets, index)
     mistakes = {
         key: later.cross_entropy(logits, targets, index, mistake=key)
-        for key in ("mean-over-all", "sum", "negated")
+        for key in ("mean-over-all", "sum", "negated", "no-max-back")
     }
+    if index != -100:  # the answer of a function that ignores -100 whatever it is given
+        mistakes["hard-coded-ignore"] = later.cross_entropy(logits, targets, -100)
     try:
         result = student.call("cross_entropy", *args)
     except StudentError as error:
@@ -28,6 +30,9 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
         ):
             fail(f"{what} raised {error.type_name}: {error.message}", "not-ignored")
         raise
+    value = as_tensor(result, what)
+    if bool(expected.isfinite()) and value.numel() == 1 and not bool(value.isfinite().all()):
+        fail(f"{what} is {value.item()}, expected {expected.item():.6g}", "overflow")
     expect_close(result, expected, what, mistakes=mistakes, **tolerance)
 
 
@@ -80,6 +85,8 @@ def check_lm_loss(student, logits, ids, what, ignore_index=None):
         key: later.lm_loss(logits, ids, index, mistake=key)
         for key in ("not-shifted", "shifted-backwards")
     }
+    if index != -100:  # the answer of an lm_loss that does not pass ignore_index on
+        mistakes["ignore-index-dropped"] = later.lm_loss(logits, ids, -100)
     expect_close(
         student.call("lm_loss", *args), expected, what, mistakes=mistakes, rtol=1e-4, atol=1e-5
     )
@@ -140,7 +147,8 @@ def check_pad(student, targets, pad_id, what, ignore_index=None):
         oracle.pad_targets(targets, pad_id, index),
         what,
         mistakes={
-            "zero-not-pad": later.pad_targets(targets, pad_id, index, mistake="zero-not-pad")
+            "zero-not-pad": later.pad_targets(targets, pad_id, index, mistake="zero-not-pad"),
+            **({"hard-coded-ignore": later.pad_targets(targets, pad_id)} if index != -100 else {}),
         },
     )
 

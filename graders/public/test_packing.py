@@ -100,8 +100,15 @@ def check_targets(student, input_ids, doc_ids, what, ignore_index=None):
         oracle.packed_targets(input_ids, doc_ids, index),
         what,
         mistakes={
-            key: later.packed_targets(input_ids, doc_ids, index, mistake=key)
-            for key in ("crosses-documents", "not-shifted", "wraps")
+            **{
+                key: later.packed_targets(input_ids, doc_ids, index, mistake=key)
+                for key in ("crosses-documents", "not-shifted", "wraps")
+            },
+            **(
+                {"hard-coded-ignore": later.packed_targets(input_ids, doc_ids)}
+                if index != -100
+                else {}
+            ),
         },
     )
 

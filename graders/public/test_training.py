@@ -15,7 +15,17 @@ import torch
 import torch._dynamo  # noqa: F401 - optimizers import it on first use; load it while collecting
 
 from graders.answers import later, oracle, recorded
-from graders.checking import as_bool, as_float, as_list, as_tensor, diagnose, fail, same
+from graders.checking import (
+    CheckFailed,
+    as_bool,
+    as_float,
+    as_list,
+    as_tensor,
+    diagnose,
+    difference,
+    fail,
+    same,
+)
 from graders.client import StudentError
 
 # -- lr_at --------------------------------------------------------------------------------------
@@ -67,16 +77,24 @@ def test_lr_cosine(student):
 @pytest.mark.check("lr-after-max")
 def test_lr_after_max(student):
     check_schedule(
-        student, [101, 150, 190], "lr_at(step > max_steps, ...)", ("keeps-cycling",), **SCHEDULE
+        student, [101, 150, 190], "lr_at(steps past max_steps, ...)", ("keeps-cycling",), **SCHEDULE
     )
 
 
 @pytest.mark.check("lr-validates")
 @pytest.mark.parametrize("warmup,max_steps", [(10, 10), (20, 10), (-1, 10)])
 def test_lr_validates(student, warmup, max_steps):
-    error = student.error(
-        "lr_at", 0, max_lr=1.0, min_lr=0.1, warmup_steps=warmup, max_steps=max_steps
-    )
+    try:
+        error = student.error(
+            "lr_at", 0, max_lr=1.0, min_lr=0.1, warmup_steps=warmup, max_steps=max_steps
+        )
+    except CheckFailed as failure:
+        if failure.hint is None and "instead of raising" in failure.detail:
+            fail(
+                f"lr_at(0, warmup_steps={warmup}, max_steps={max_steps}): {failure.detail}",
+                "no-validation",
+            )
+        raise
     if not error.is_a("ValueError"):
         fail(
             f"lr_at with warmup_steps={warmup}, max_steps={max_steps} raised "
@@ -135,6 +153,7 @@ def run_step(student, config: dict) -> dict:
         "params": [as_list(p, "the parameters", as_tensor) for p in got["params"]][:steps],
         "grads": got["grads"],
         "records": got["records"],
+        "micro_batches_after": got.get("micro_batches_after"),
     }
 
 
@@ -148,8 +167,22 @@ def check_params(got: dict, config: dict, what: str, mistakes: tuple[str, ...]) 
         answers,
         rtol=1e-4,
         atol=1e-6,
-        detail=f"{what}: the parameters after the step are not the expected ones",
+        detail=f"{what}: the parameters after the step are not the expected ones"
+        + _params_gap(got["params"], expected),
     )
+
+
+def _params_gap(got: list, expected: list) -> str:
+    """The first parameter that differs, with got and expected values, for a detail."""
+    for s, (step_got, step_want) in enumerate(zip(got, expected, strict=False)):
+        for i, (a, b) in enumerate(zip(step_got, step_want, strict=False)):
+            if not same(a, b, rtol=1e-4, atol=1e-6):
+                where = f" after step {s + 1}" if len(expected) > 1 else ""
+                if a.shape != b.shape:
+                    shapes = f"{list(a.shape)}, expected {list(b.shape)}"
+                    return f"; parameter {i}{where} has shape {shapes}"
+                return f"; parameter {i}{where}: {difference(a, b)}"
+    return ""
 
 
 STEP_MISTAKES = ("unscaled", "last-batch-only", "no-step")
@@ -164,6 +197,41 @@ def test_train_step_update(student):
         "train_step(toy model, 3 micro-batches, SGD)",
         STEP_MISTAKES,
     )
+
+
+@pytest.mark.check("train-step-unequal-batches")
+def test_train_step_unequal_batches(student):
+    config = step_config(6, 1)
+    config["steps"][0]["micro_batches"] = [
+        batch(601, B=1, T=3),
+        batch(602, B=3, T=6, ignore=0.3),
+        batch(603, B=2, T=2),
+    ]
+    what = "train_step(toy model, micro-batches of 3, 13 and 4 counted targets)"
+    got = run_step(student, config)
+    check_params(got, config, what, ("token-weighted", *STEP_MISTAKES))
+    losses = oracle.micro_losses(config)
+    loss = as_float(got["losses"][0], "the loss train_step returned", allow_int=False)
+    if not math.isclose(loss, sum(losses) / len(losses), rel_tol=1e-5):
+        fail(
+            f"{what} returned {loss:.6g}; the micro-batch losses were "
+            f"{[round(v, 6) for v in losses]}, their mean {sum(losses) / len(losses):.6g}",
+        )
+
+
+@pytest.mark.check("train-step-leaves-batches")
+def test_train_step_leaves_batches(student):
+    config = step_config(7, 3)
+    got = run_step(student, config)
+    before = [step["micro_batches"] for step in config["steps"]]
+    after = got["micro_batches_after"]
+    if not same(after, before, rtol=0, atol=0):
+        lengths = [len(b) if isinstance(b, list) else None for b in after or []]
+        fail(
+            f"train_step(3 micro-batches) left the caller's list with {lengths} micro-batches "
+            "(or changed their tensors); expected it unchanged",
+            "changed-batches",
+        )
 
 
 @pytest.mark.check("train-step-clips")
@@ -213,7 +281,8 @@ def test_train_step_train_mode(student):
     if not modes or not all(modes):
         fail(
             f"train_step ran the model in modes {modes} (True = train) on a model that "
-            "arrived in eval mode"
+            "arrived in eval mode",
+            "eval-mode",
         )
     check_params(got, config, "train_step on a model in eval mode", STEP_MISTAKES)
 
@@ -285,6 +354,20 @@ def test_evaluate_restores_mode(student, start_training):
         )
 
 
+@pytest.mark.check("evaluate-leaves-batches")
+def test_evaluate_leaves_batches(student):
+    config = eval_config(4, 3)
+    got = run_evaluate(student, config)
+    if not same(got.get("batches_after"), config["batches"], rtol=0, atol=0):
+        after = got.get("batches_after")
+        fail(
+            f"evaluate(3 batches) left the caller's list with "
+            f"{len(after) if isinstance(after, list) else after!r} batches (or changed their "
+            "tensors); expected it unchanged",
+            "changed-batches",
+        )
+
+
 # -- fit ------------------------------------------------------------------------------------------
 
 
@@ -297,6 +380,7 @@ def fit_config(
     eval_every: int | None = None,
     with_eval: bool = False,
     loader: bool = False,
+    optimizer: str = "sgd",
 ) -> dict:
     train: dict[str, Any]
     if loader:
@@ -306,7 +390,7 @@ def fit_config(
         train = {"batches": [batch(seed * 50 + i) for i in range(n_batches)]}
     return {
         "model": TOY | {"seed": seed},
-        "optimizer": {"kind": "sgd", "lr": 0.5},
+        "optimizer": {"kind": optimizer, "lr": 0.5},
         "train": train,
         "steps": steps,
         "grad_accum": grad_accum,
@@ -338,7 +422,12 @@ def run_fit(student, config: dict, what: str) -> dict:
             )
         for key in keys - {"step"}:
             as_float(record[key], f"history[{i}][{key!r}]")
-    return {"history": history, "step_lrs": got["step_lrs"], "params": got["params"]}
+    return {
+        "history": history,
+        "step_lrs": got["step_lrs"],
+        "params": got["params"],
+        "train_after": got.get("train_after"),
+    }
 
 
 def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, ...]) -> None:
@@ -395,6 +484,32 @@ def test_fit_sets_lr(student):
         "step_lrs",
         ("lr-after-step", "lr-not-set"),
     )
+
+
+@pytest.mark.check("fit-param-groups")
+def test_fit_param_groups(student):
+    check_fit(
+        student,
+        fit_config(4, steps=3, optimizer="sgd-groups"),
+        "fit(an optimizer with two param groups, lr_schedule=0.3 * 0.7**step)",
+        "step_lrs",
+        ("first-group-only",),
+    )
+
+
+@pytest.mark.check("fit-leaves-batches")
+def test_fit_leaves_batches(student):
+    config = fit_config(5, steps=4, grad_accum=2, n_batches=3)
+    got = run_fit(student, config, "fit(steps=4, grad_accum=2, 3 train batches)")
+    before = config["train"]["batches"]
+    if not same(got["train_after"], before, rtol=0, atol=0):
+        after = got["train_after"]
+        fail(
+            f"fit left the caller's list of 3 train batches with "
+            f"{len(after) if isinstance(after, list) else after!r} (or changed their tensors); "
+            "expected it unchanged",
+            "changed-batches",
+        )
 
 
 def _evaluated(run: dict) -> list:

@@ -12,11 +12,13 @@ from graders.checking import (
     as_list,
     as_pair,
     as_tensor,
+    describe,
     diagnose,
     expect_equal,
     fail,
     same,
 )
+from graders.client import StudentError
 
 
 def check_shift(student, ids: torch.Tensor, what: str) -> None:
@@ -36,7 +38,7 @@ def check_shift(student, ids: torch.Tensor, what: str) -> None:
             fail(f"{what} gave inputs {x.tolist()} and targets {y.tolist()}", key)
     fail(
         f"{what} gave inputs of shape {list(x.shape)} and targets of shape {list(y.shape)}; "
-        f"expected {list(expected[0].shape)} each: inputs ids[..., :-1], targets ids[..., 1:]"
+        f"expected {list(expected[0].shape)} each"
     )
 
 
@@ -78,7 +80,14 @@ def test_window_starts_short(student, args):
 def check_windows(student, ids, context_length: int, stride: int, what: str) -> None:
     expected = oracle.token_windows(ids, context_length, stride)
     starts = later.window_starts(len(torch.as_tensor(ids)), context_length, stride)
-    got = student.scenario("token_windows", ids=ids, context_length=context_length, stride=stride)
+    try:
+        got = student.scenario(
+            "token_windows", ids=ids, context_length=context_length, stride=stride
+        )
+    except StudentError as error:
+        if isinstance(ids, list) and "list" in error.message:  # a list kept as it came
+            fail(f"{what} raised {error.type_name}: {error.message}", "list-kept")
+        raise
     if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
         fail(f"{what} is not a torch.utils.data.Dataset")
     n = as_int(got["len"], f"len({what})")
@@ -86,6 +95,8 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
         fail(f"len({what}) is {n}, expected {expected['len']}")
     items = as_list(got["items"], f"the items of {what}", as_pair)
     for i, (item, want) in enumerate(zip(items, expected["items"], strict=True)):
+        if isinstance(ids, list) and not isinstance(item[0], torch.Tensor):
+            fail(f"{what}[{i}][0] is {describe(item[0])}, not a tensor of ids", "list-kept")
         x = as_tensor(item[0], f"{what}[{i}][0]", kind="int")
         y = as_tensor(item[1], f"{what}[{i}][1]", kind="int")
         if same((x, y), want, rtol=0, atol=0):
@@ -153,6 +164,12 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
         first = _first_difference(batches, want)
         if config.get("shuffle") is False and _windows(batches) == _windows(want):
             fail(f"{what}: the right windows, in another order", "shuffle-ignored")
+        if config.get("seed") is not None and got.get("generator_seed") is None:
+            fail(
+                f"{what}: the DataLoader has no generator of its own, so its order comes from "
+                "the global random state" + first,
+                "global-seed",
+            )
         diagnose(
             batches,
             {key: answer.then(lambda e, n=epoch: e[n]) for key, answer in answers.items()},
@@ -164,6 +181,31 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
             + (" for that seed" if config.get("seed") is not None else "")
             + first,
         )
+
+
+@pytest.mark.check("make-loader-generator")
+def test_make_loader_generator(student):
+    what = "make_loader(arange(40), 2, 4, 4, shuffle=False, seed=77)"
+    got = student.scenario(
+        "make_loader",
+        ids=torch.arange(40),
+        batch_size=2,
+        context_length=4,
+        stride=4,
+        shuffle=False,
+        seed=77,
+    )
+    if not as_bool(got.get("is_loader") if isinstance(got, dict) else None, "is a DataLoader"):
+        fail(f"{what} did not return a torch.utils.data.DataLoader")
+    seed, drawn = got.get("generator_seed"), as_bool(got.get("global_drawn"), "global state")
+    if seed is None and drawn:
+        fail(
+            f"{what}: the DataLoader has no generator, so iterating it drew from the global "
+            "random state; expected a generator seeded with 77",
+            "generator-only-when-shuffling",
+        )
+    if seed != 77 or drawn:
+        fail(f"{what}: the DataLoader's generator has seed {seed!r}, expected 77")
 
 
 def _first_difference(batches: list, want: list) -> str:

@@ -1,0 +1,179 @@
+"""No hint gives the answer away: every hint of course/lessons.toml (defaults and mistake
+tables) and every message the graders can show a student is searched for expressions copied
+from the reference bodies (between the solution markers of solutions/*.py)."""
+
+from __future__ import annotations
+
+import ast
+import io
+import keyword
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from graders.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+MIN_CHARS = 8  # a copied span this long (spaces removed) is an expression, not a name
+# A span counts only when it holds one of these: a call, an index, arithmetic or a comparison.
+# Dotted names alone (torch.multinomial, model.eval) are the course's vocabulary, not answers.
+CODE_OPERATORS = set("[]=+-*/<>%@~:")
+# Where the graders keep the text they show: hints, details and the harness' messages.
+GRADER_FILES = sorted(
+    [
+        *(ROOT / "graders" / "public").glob("test_*.py"),
+        *(ROOT / "graders" / "hidden").glob("test_*.py"),
+        ROOT / "graders" / "hints.py",
+        ROOT / "graders" / "checking.py",
+        ROOT / "graders" / "report.py",
+    ]
+)
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:e-?\d+)?|\.\.\.|\*\*|//|[<>=!]=|\S")
+OPERAND = re.compile(r"[A-Za-z_]\w*|\d")
+
+
+def solution_bodies() -> list[str]:
+    """The code between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` in solutions/*.py."""
+    bodies = []
+    for path in sorted((ROOT / "solutions").glob("*.py")):
+        inside, lines = False, []
+        for line in path.read_text().splitlines():
+            if line.strip() == "# BEGIN SOLUTION":
+                inside, lines = True, []
+            elif line.strip() == "# END SOLUTION":
+                inside = False
+                bodies.append("\n".join(lines))
+            elif inside:
+                lines.append(line)
+    return bodies
+
+
+def code_tokens(source: str) -> list[str]:
+    """Python's tokens of a body (comments and layout dropped)."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    text = "\n".join(line.strip() for line in source.splitlines())  # bodies are indented
+    tokens = tokenize.generate_tokens(io.StringIO(text + "\n").readline)
+    return [t.string for t in tokens if t.type not in skip and t.string]
+
+
+def is_code(span: list[str]) -> bool:
+    """Two operands (names or numbers) joined by an operator or a whole call, at least
+    MIN_CHARS long, and no bracket closed that the span did not open (no fragments)."""
+    joined = "".join(span)
+    if len(joined) < MIN_CHARS:
+        return False
+    depth = 0
+    for token in span:
+        depth += token.strip() in "([{"
+        depth -= token in ")]}"
+        if depth < 0:
+            return False
+    operands = sum(1 for t in span if OPERAND.match(t) and not keyword.iskeyword(t))
+    has_operator = any(ch in CODE_OPERATORS for t in span for ch in t) or (
+        "(" in joined and ")" in joined
+    )
+    return operands >= 2 and has_operator
+
+
+def text_tokens(text: str) -> list[str]:
+    """The tokens of prose, spaced as formatted code would be: a space before ``(`` or ``[``
+    stays (``logits [6, 10]`` names a shape; ``logits[6]`` indexes), every other goes."""
+    tokens: list[str] = []
+    for match in TOKEN.finditer(text):
+        token = match.group()
+        spaced = match.start() > 0 and text[match.start() - 1].isspace()
+        if (
+            spaced
+            and token in "(["
+            and tokens
+            and (OPERAND.match(tokens[-1]) or tokens[-1] in ")]")
+            and not keyword.iskeyword(tokens[-1])
+        ):
+            token = " " + token
+        tokens.append(token)
+    return tokens
+
+
+def copied_spans(text: str, solution: set[str], longest: int) -> list[str]:
+    """Spans of ``text`` (as tokens, spaces removed) that are code spans of a solution body."""
+    tokens = text_tokens(text)
+    found = []
+    for i in range(len(tokens)):
+        for j in range(i + 2, min(len(tokens), i + longest) + 1):
+            span = tokens[i:j]
+            if is_code(span) and "".join(span) in solution:
+                found.append("".join(span))
+    # Report the longest spans only (each shorter one inside them is the same leak).
+    return [s for s in found if not any(s != t and s in t for t in found)]
+
+
+@pytest.fixture(scope="module")
+def solution_spans() -> tuple[set[str], int]:
+    spans: set[str] = set()
+    longest = 0
+    for body in solution_bodies():
+        tokens = code_tokens(body)
+        longest = max(longest, len(tokens))
+        for i in range(len(tokens)):
+            for j in range(i + 2, min(len(tokens), i + 40) + 1):
+                if is_code(tokens[i:j]):
+                    spans.add("".join(tokens[i:j]))
+    assert len(spans) > 500, "no solution bodies found (markers renamed?)"
+    return spans, 40
+
+
+def manifest_hints() -> list[tuple[str, str]]:
+    hints = []
+    for check in load_manifest().checks:
+        hints.append((f"{check.id}: hint", check.hint))
+        for key, text in check.mistakes.items():
+            hints.append((f"{check.id}: mistake {key}", text))
+    return hints
+
+
+def grader_strings() -> list[tuple[str, str]]:
+    """Every string literal (f-string parts too) in the graders' student-facing files."""
+    found = []
+    for path in GRADER_FILES:
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if id(node) in docstrings:
+                continue
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                found.append((where, node.value))
+    return found
+
+
+def test_the_search_finds_copied_code(solution_spans):
+    spans, longest = solution_spans
+    assert copied_spans("read the rows: table[ids] has shape [*S, C]", spans, longest)
+    assert copied_spans("convert with .to(table.dtype) first", spans, longest)
+    assert copied_spans("perplexity = math.exp(float(loss))", spans, longest)
+    assert copied_spans("inputs ids[..., :-1]", spans, longest)
+    assert not copied_spans("pass ignore_index on; use torch.multinomial", spans, longest)
+    assert not copied_spans("average over the targets that are not ignored", spans, longest)
+
+
+@pytest.mark.parametrize("where, text", manifest_hints(), ids=lambda v: str(v)[:60])
+def test_no_manifest_hint_copies_the_solution(solution_spans, where, text):
+    spans, longest = solution_spans
+    leaks = copied_spans(text, spans, longest)
+    assert not leaks, f"{where} gives away the solution's code {leaks}: {text!r}"
+
+
+def test_no_grader_message_copies_the_solution(solution_spans):
+    spans, longest = solution_spans
+    leaks = [
+        f"{where}: {copied_spans(text, spans, longest)} in {text!r}"
+        for where, text in grader_strings()
+        if copied_spans(text, spans, longest)
+    ]
+    assert not leaks, "grader messages give away the solution's code:\n" + "\n".join(leaks)
