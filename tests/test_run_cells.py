@@ -209,6 +209,10 @@ def _shot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"run-{name}.png"))
 
 
+def _kernels(page) -> list:
+    return page.evaluate("() => fetch('/api/kernels').then(r => r.json())")
+
+
 def _run(page, index: int):
     """Press Run on block `index` and wait for its status; return its output area."""
     bar = page.locator(".course-cell-bar").nth(index)
@@ -240,6 +244,7 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     )
     live = out.locator("pre").first.text_content()
     assert live.strip() and live.strip() == static.strip()
+    assert len(_kernels(page)) == 1  # one kernel for the page, started by the first Run
     _shot(page, "1-run")
 
     # Edit and run again: the output follows the edit.
@@ -315,6 +320,11 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
         arg=expected,
     )
     assert "to do" in row.text_content()
+    for _ in range(120):  # leaving the chapter stops its kernel (a DELETE from the page)
+        if not _kernels(page):
+            break
+        page.wait_for_timeout(500)
+    assert _kernels(page) == [], "the chapter's kernel outlived the page"
     hints = page.locator(".course-check--failed .course-check__hint a")
     assert hints.count() > 0
     assert "chapters/03-windows/#" in hints.first.get_attribute("href")

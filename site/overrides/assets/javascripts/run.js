@@ -21,6 +21,7 @@
   const STUB_LINK = /course\/((?:chapters\/)?[\w.-]+)\.md#([\w-]+)/g;
   const QUIZ_PREFIX = "quiz_progress_"; // mkdocs_quiz keeps answers as localStorage[prefix + path]
   const POLL_MS = 2000;
+  const GRADES_KEY = "course_grades"; // lessons' latest results, kept across grading runs
 
   let page = null; // the state of the page on screen
 
@@ -553,10 +554,31 @@
   }
 
   function lessonStatus(lesson) {
-    if (!lesson) return ["not graded in the last run", "none"];
+    if (!lesson) return ["not graded yet", "none"];
     if (lesson.max_points && lesson.points === lesson.max_points) return ["done", "done"];
     const left = lesson.checks.filter((c) => !c.passed).length;
     return [`to do: ${left} of ${lesson.checks.length} checks`, "todo"];
+  }
+
+  // `nox -s grade -- windows` rewrites the report with one lesson: the browser keeps each
+  // lesson's latest result (per graded package), so the page shows every lesson graded so far.
+  function remembered(state) {
+    let kept = {};
+    try {
+      kept = JSON.parse(localStorage.getItem(GRADES_KEY)) || {};
+    } catch (error) {
+      kept = {};
+    }
+    const report = state && state.report;
+    if (!report) return kept.lessons || {};
+    if (kept.target !== report.target) kept = { target: report.target, lessons: {} };
+    for (const lesson of report.lessons) kept.lessons[lesson.slug] = { lesson, graded: state.graded };
+    try {
+      localStorage.setItem(GRADES_KEY, JSON.stringify(kept));
+    } catch (error) {
+      /* storage full or disabled: show this run only */
+    }
+    return kept.lessons;
   }
 
   function renderProgress(container, state) {
@@ -564,8 +586,19 @@
     const lessons = JSON.parse(container.dataset.lessons || "[]");
     const quizzes = quizResults(root);
     const report = state && state.report;
+    const kept = state ? remembered(state) : {};
     const graded = {};
-    if (report) for (const lesson of report.lessons) graded[lesson.slug] = lesson;
+    const times = {};
+    for (const [slug, entry] of Object.entries(kept)) {
+      graded[slug] = entry.lesson;
+      times[slug] = entry.graded;
+    }
+    if (report) {
+      for (const lesson of report.lessons) {
+        graded[lesson.slug] = lesson;
+        times[lesson.slug] = state.graded;
+      }
+    }
     container.innerHTML = "";
     const summary = el("p", "course-progress__summary");
     if (!state) {
@@ -585,7 +618,8 @@
     }
     container.append(summary);
     const table = el("table", "course-progress__table");
-    table.innerHTML = "<thead><tr><th>Lesson</th><th>Points</th><th>Status</th><th>Quiz</th></tr></thead>";
+    table.innerHTML =
+      "<thead><tr><th>Lesson</th><th>Points</th><th>Status</th><th>Graded</th><th>Quiz</th></tr></thead>";
     const body = el("tbody");
     for (const info of lessons) {
       const lesson = graded[info.slug];
@@ -597,12 +631,13 @@
       row.innerHTML =
         `<td><a href="${escapeHtml(root + info.page.replace(/\.md$/, "/"))}">${info.number}. ${escapeHtml(info.title)}</a></td>` +
         `<td class="course-progress__points">${lesson ? `${lesson.points}/${lesson.max_points}` : "–"}</td>` +
-        `<td>${escapeHtml(status)}</td><td class="course-progress__quiz">${escapeHtml(quizText)}</td>`;
+        `<td>${escapeHtml(status)}</td><td class="course-progress__when">${escapeHtml(when(times[info.slug]))}</td>` +
+        `<td class="course-progress__quiz">${escapeHtml(quizText)}</td>`;
       body.append(row);
       if (lesson && lesson.checks.length) {
         const detail = el("tr", "course-progress__checks");
         const cell = el("td");
-        cell.colSpan = 4;
+        cell.colSpan = 5;
         const details = el("details");
         if (kind !== "done") details.open = true;
         details.append(el("summary", "", `Checks of lesson ${info.number}`), checkList(lesson, root));
@@ -616,10 +651,11 @@
   }
 
   function renderBox(box, lessonSlug, state, root) {
-    const lesson = state.report && state.report.lessons.find((l) => l.slug === lessonSlug);
+    const kept = remembered(state)[lessonSlug];
+    const lesson = kept && kept.lesson;
     box.innerHTML = "";
     box.append(el("p", "course-progress-box__title", "Your last grading"));
-    if (!state.report || !lesson) {
+    if (!lesson) {
       box.append(el("p", "", `Not graded yet: run nox -s grade -- ${lessonSlug}.`));
       return;
     }
@@ -627,7 +663,7 @@
     const line = el("p", "course-progress-box__line");
     line.innerHTML =
       `<strong class="course-progress-box__points">${lesson.points}/${lesson.max_points}</strong> points, ` +
-      `${escapeHtml(status)} <span class="course-progress-box__when">(graded ${escapeHtml(when(state.graded))})</span>`;
+      `${escapeHtml(status)} <span class="course-progress-box__when">(graded ${escapeHtml(when(kept.graded))})</span>`;
     box.append(line, checkList(lesson, root));
   }
 
