@@ -1,171 +1,229 @@
-"""Every command of the course: `nox -s NAME`. Sessions reuse their virtualenv.
+"""Every command of the course: `nox -s NAME`.
 
-A session installs its requirements only when pyproject.toml or constraints.txt changed
+Two virtualenvs serve every session, each built once and shared (nox's own per-session
+virtualenvs would install PyTorch once per session):
+
+- `.nox/course`: students and readers (grade, compare, train, generate, docs, serve);
+- `.nox/dev`: the project's tests, lint and the instructors' commands (a superset of course).
+
+An environment installs its requirements only when pyproject.toml or constraints.txt changed
 since its last install, so a second run starts in seconds.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
+import sys
 import tomllib
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).parent
-nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["lint", "tests"]
 
-PYTHON = "3.11"
 # GPT-2's merge ranks, offline: the sdist ships whisper/assets/gpt2.tiktoken. Its own
 # dependencies (numba, triton, ...) are not needed, hence --no-deps; we never import whisper.
 VOCAB_PACKAGE = "openai-whisper==20250625"
+# Each environment: the pyproject extras and extra packages it holds.
+ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "course": (("test", "docs", "live"), ()),
+    "dev": (("test", "docs", "grading", "live"), ("playwright>=1.40,<2", "ruff>=0.5,<1")),
+}
+DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
 
 
-def _requirements(*extras: str) -> list[str]:
+def _requirements(name: str) -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras, packages = ENVIRONMENTS[name]
     wanted = list(project["dependencies"])
     for extra in extras:
         wanted += project["optional-dependencies"][extra]
-    return wanted
+    return wanted + list(packages)
 
 
-def install(session: nox.Session, *extras: str, extra_packages: tuple[str, ...] = ()) -> None:
-    """Install the project's requirements (plus extras) unless already up to date."""
-    requirements = _requirements(*extras) + list(extra_packages)
+def environment(session: nox.Session, name: str) -> dict[str, str]:
+    """Create or update the shared virtualenv ``.nox/NAME``; the variables that activate it."""
+    location = ROOT / ".nox" / name
+    python = location / "bin" / "python"
+    requirements = _requirements(name)
     digest = hashlib.sha256(
         "\n".join(requirements).encode()
         + (ROOT / "constraints.txt").read_bytes()
         + VOCAB_PACKAGE.encode()
     ).hexdigest()
-    stamp = Path(session.virtualenv.location) / ".course-requirements"
-    if stamp.exists() and stamp.read_text() == digest:
-        session.log("requirements up to date; skipping install")
-        return
-    session.install("-c", str(ROOT / "constraints.txt"), *requirements)
-    session.install("--no-deps", VOCAB_PACKAGE)
-    stamp.write_text(digest)
+    stamp = location / ".course-requirements"
+    location.parent.mkdir(exist_ok=True)
+    # One installer at a time: two sessions started together share the environment.
+    with open(location.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == digest and python.exists():
+            session.log(f"environment .nox/{name} is up to date")
+        else:
+            if not python.exists():
+                session.run(sys.executable, "-m", "venv", str(location))
+            pip = (str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q")
+            session.run(*pip, "-c", str(ROOT / "constraints.txt"), *requirements)
+            session.run(*pip, "--no-deps", VOCAB_PACKAGE)
+            stamp.write_text(digest)
+    path = f"{location / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {"VIRTUAL_ENV": str(location), "PATH": path}
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """The project's own test suite (pytest); pass pytest options after `--`."""
-    install(session, "test", "docs", "grading", extra_packages=("playwright>=1.40,<2", "ruff"))
-    session.run("python", "-m", "pytest", *session.posargs)
+def run(
+    session: nox.Session,
+    name: str,
+    *args: str,
+    env: dict | None = None,
+    success_codes: tuple[int, ...] = (0,),
+) -> None:
+    """``python ARGS`` in environment ``name``, from the repository root.
+
+    On Ctrl-C nox waits for the command to stop by itself (by default it kills it after
+    0.3 s), so that training can finish its step and write its checkpoint.
+    """
+    variables = environment(session, name) | (env or {})
+    python = str(ROOT / ".nox" / name / "bin" / "python")
+    session.chdir(ROOT)
+    session.run(python, *args, env=variables, success_codes=success_codes, interrupt_timeout=None)
 
 
-@nox.session(python=PYTHON)
-def train(session: nox.Session) -> None:
-    """Train the reference GPT on the embedded corpus; options after `--` (see --help)."""
-    install(session)
-    session.run("python", "-m", "solutions.train", *session.posargs)
+# ------------------------------------------------------------------------- students, readers
 
 
-@nox.session(python=PYTHON)
-def lint(session: nox.Session) -> None:
-    """Ruff over the whole tree."""
-    session.install("ruff>=0.5,<1")
-    session.run("ruff", "check", ".")
-    formatted = ["solutions", "graders", "tools", "tests", "bench", "site", "noxfile.py"]
-    session.run("ruff", "format", "--check", *formatted)
-
-
-@nox.session(python=PYTHON)
-def exercises(session: nox.Session) -> None:
-    """Regenerate exercises/ from solutions/ (instructors; overwrites exercises/)."""
-    session.run("python", "tools/generate_exercises.py", *session.posargs)
-
-
-@nox.session(python=PYTHON)
-def compare(session: nox.Session) -> None:
-    """Train with your functions beside the reference; options after `--` (see --help)."""
-    install(session)
-    session.run("python", "-m", "graders.compare", *session.posargs)
-
-
-@nox.session(python=PYTHON)
-def generate(session: nox.Session) -> None:
-    """Continue a prompt with GPT-2 or a trained run: `nox -s generate -- "PROMPT" [--model M]`."""
-    install(session)
-    session.run("python", "-m", "solutions.generate", *session.posargs)
-
-
-DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
-
-
-@nox.session(python=PYTHON)
-def docs(session: nox.Session) -> None:
-    """Build the site strictly into build/site (COURSE_INSTRUCTOR=1: build/site-instructor)."""
-    install(session, "docs")
-    session.run(
-        "python",
-        "-m",
-        "mkdocs",
-        "build",
-        "--strict",
-        "-f",
-        "mkdocs.yml",
-        *session.posargs,
-        env=DOCS_ENV,
-    )
-
-
-@nox.session(python=PYTHON)
-def serve(session: nox.Session) -> None:
-    """Serve the course site with live reload at http://127.0.0.1:8000/."""
-    install(session, "docs")
-    session.run(
-        "python", "-m", "mkdocs", "serve", "-f", "mkdocs.yml", *session.posargs, env=DOCS_ENV
-    )
-
-
-def _instructor(session: nox.Session, command: str) -> None:
-    install(session, "grading", "test")
-    session.run("python", "-m", "graders.instructor", command, *session.posargs)
-
-
-@nox.session(python=PYTHON)
-def release(session: nox.Session) -> None:
-    """Instructors: nbgrader course in build/nbgrader (source/, release/); lessons after `--`."""
-    _instructor(session, "release")
-
-
-@nox.session(python=PYTHON)
-def collect(session: nox.Session) -> None:
-    """Instructors: zips in build/nbgrader/downloaded/LESSON/archive/ -> submitted/."""
-    _instructor(session, "collect")
-
-
-@nox.session(python=PYTHON)
-def autograde(session: nox.Session) -> None:
-    """Instructors: collect, grade (sandboxed, parallel), record, feedback, export; see --help."""
-    _instructor(session, "autograde")
-
-
-@nox.session(python=PYTHON)
-def feedback(session: nox.Session) -> None:
-    """Instructors: feedback HTML in build/nbgrader/feedback/ (hidden tests stripped)."""
-    _instructor(session, "feedback")
-
-
-@nox.session(python=PYTHON)
-def export(session: nox.Session) -> None:
-    """Instructors: build/nbgrader/grades.csv and grades-by-check.csv from the gradebook."""
-    _instructor(session, "export")
-
-
-@nox.session(python=PYTHON)
-def report(session: nox.Session) -> None:
-    """Instructors: what the class gets wrong, build/nbgrader/reports/mistakes.html and .csv."""
-    _instructor(session, "report")
-
-
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def grade(session: nox.Session) -> None:
     """Grade exercises/: points, a hint and a lesson link per failed check.
 
     `nox -s grade -- embeddings` grades one lesson; `-- --hidden` adds the hidden checks
     (instructors); `-- --target DIR` grades another package; see `-- --help`.
     """
-    install(session, "test")
-    session.run("python", "-m", "graders", *session.posargs)
+    run(session, "course", "-m", "graders", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def compare(session: nox.Session) -> None:
+    """Train with your functions beside the reference; options after `--` (see --help)."""
+    run(session, "course", "-m", "graders.compare", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def train(session: nox.Session) -> None:
+    """Train a GPT on the embedded corpus (`-- --lessons exercises`: yours); see `-- --help`."""
+    # 130: stopped by Ctrl-C after a checkpoint, as asked (it says how to resume).
+    run(session, "course", "-m", "gpt.train", *session.posargs, success_codes=(0, 130))
+
+
+@nox.session(venv_backend="none")
+def generate(session: nox.Session) -> None:
+    """Continue a prompt with GPT-2 or a trained run: `nox -s generate -- "PROMPT" [--model M]`."""
+    run(session, "course", "-m", "gpt.generate", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def docs(session: nox.Session) -> None:
+    """Build the site strictly into build/site (COURSE_INSTRUCTOR=1: build/site-instructor)."""
+    mkdocs = ("-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml")
+    run(session, "course", *mkdocs, *session.posargs, env=DOCS_ENV)
+
+
+@nox.session(venv_backend="none")
+def serve(session: nox.Session) -> None:
+    """Serve the course site with live reload at http://127.0.0.1:8000/."""
+    mkdocs = ("-m", "mkdocs", "serve", "-f", "mkdocs.yml")
+    run(session, "course", *mkdocs, *session.posargs, env=DOCS_ENV)
+
+
+def _site_outdated() -> bool:
+    """build/site is missing or older than a file its pages are made from."""
+    built = ROOT / "build" / "site" / "index.html"
+    if not built.exists():
+        return True
+    sources = [ROOT / "mkdocs.yml"] + [
+        path
+        for folder in ("course", "site", "solutions", "gpt")
+        for path in (ROOT / folder).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
+    return max(path.stat().st_mtime for path in sources) > built.stat().st_mtime
+
+
+@nox.session(venv_backend="none")
+def course(session: nox.Session) -> None:
+    """The site on your machine: Run and Edit every example, "with my code", live progress.
+
+    Builds build/site first when its pages changed, then serves it on 127.0.0.1 with a login
+    token (the address is printed); options after `--` go to the server (see `-- --help`).
+    """
+    if _site_outdated():
+        mkdocs = ("-m", "mkdocs", "build", "-q", "-f", "mkdocs.yml")
+        run(session, "course", *mkdocs, env=DOCS_ENV)
+    run(session, "course", "-m", "graders.course_server", *session.posargs)
+
+
+# ------------------------------------------------------------------------------- developers
+
+
+@nox.session(venv_backend="none")
+def tests(session: nox.Session) -> None:
+    """The project's own test suite (pytest); pass pytest options after `--`."""
+    run(session, "dev", "-m", "pytest", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def lint(session: nox.Session) -> None:
+    """Ruff over the whole tree."""
+    run(session, "dev", "-m", "ruff", "check", ".")
+    formatted = ["gpt", "solutions", "graders", "tools", "tests", "bench", "site", "noxfile.py"]
+    run(session, "dev", "-m", "ruff", "format", "--check", *formatted)
+
+
+@nox.session(venv_backend="none")
+def exercises(session: nox.Session) -> None:
+    """Regenerate exercises/ from solutions/ (instructors; overwrites exercises/)."""
+    session.run(sys.executable, "tools/generate_exercises.py", *session.posargs)
+
+
+# ------------------------------------------------------------------------------ instructors
+
+
+def _instructor(session: nox.Session, command: str) -> None:
+    run(session, "dev", "-m", "graders.instructor", command, *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def release(session: nox.Session) -> None:
+    """Instructors: nbgrader course in build/nbgrader (source/, release/); lessons after `--`."""
+    _instructor(session, "release")
+
+
+@nox.session(venv_backend="none")
+def collect(session: nox.Session) -> None:
+    """Instructors: zips in build/nbgrader/downloaded/LESSON/archive/ -> submitted/."""
+    _instructor(session, "collect")
+
+
+@nox.session(venv_backend="none")
+def autograde(session: nox.Session) -> None:
+    """Instructors: collect, grade (sandboxed, parallel), record, feedback, export; see --help."""
+    _instructor(session, "autograde")
+
+
+@nox.session(venv_backend="none")
+def feedback(session: nox.Session) -> None:
+    """Instructors: feedback HTML in build/nbgrader/feedback/ (hidden tests stripped)."""
+    _instructor(session, "feedback")
+
+
+@nox.session(venv_backend="none")
+def export(session: nox.Session) -> None:
+    """Instructors: build/nbgrader/grades.csv and grades-by-check.csv from the gradebook."""
+    _instructor(session, "export")
+
+
+@nox.session(venv_backend="none")
+def report(session: nox.Session) -> None:
+    """Instructors: what the class gets wrong, build/nbgrader/reports/mistakes.html and .csv."""
+    _instructor(session, "report")

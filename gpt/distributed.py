@@ -113,6 +113,15 @@ def mean(value: float, world: World, device: torch.device) -> float:
     return float(total.item()) / world.size
 
 
+def any_rank(flag: bool, world: World, device: torch.device) -> bool:
+    """True on every rank when ``flag`` is True on any (every rank gets it)."""
+    if world.size == 1:
+        return flag
+    raised = torch.tensor([float(flag)], device=device)
+    dist.all_reduce(raised, op=dist.ReduceOp.MAX)
+    return bool(raised.item())
+
+
 def gather(value: object, world: World) -> list[object]:
     """``value`` from every rank, in rank order (every rank gets the list)."""
     if world.size == 1:

@@ -15,8 +15,11 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,39 @@ METRICS = "metrics.jsonl"
 
 class UsageError(ValueError):
     """A bad option or input, reported as one line."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped the run after a whole step, whose checkpoint is written."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(f"interrupted at step {step}; run the same command to resume")
+        self.step = step
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[Callable[[], bool]]:
+    """Turn the first Ctrl-C (SIGINT) into a request, read by the returned function.
+
+    The loop then finishes the step it is in and checkpoints it, so the resumed run is exact
+    (stopping in the middle of a step would lose it and leave the random state past it). A
+    second Ctrl-C raises KeyboardInterrupt at once, for a step that takes too long.
+    """
+    asked: list[bool] = []
+
+    def request(signum: int, frame: object) -> None:
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(True)
+
+    if threading.current_thread() is not threading.main_thread():  # signals: main thread only
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGINT, request)
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass(frozen=True)
@@ -356,7 +392,13 @@ def _train(
     )
     timed_tokens, timed_seconds = 0, 0.0
     progress = make_progress(quiet or not world.is_main)
-    with progress, open(out / METRICS if world.is_main else os.devnull, "a") as metrics:
+    if start and world.is_main and not quiet:
+        print(f"resuming from step {start} ({ckpt_path})", flush=True)
+    with (
+        interruptible() as asked_to_stop,
+        progress,
+        open(out / METRICS if world.is_main else os.devnull, "a") as metrics,
+    ):
         task = progress.add_task(
             "training", total=cfg.steps, completed=start, loss=float("nan"), tps=0.0
         )
@@ -383,12 +425,16 @@ def _train(
             records.append(record)
             metrics.write(json.dumps(record) + "\n")
             metrics.flush()
-            if (step + 1) % cfg.checkpoint_every == 0 or last:
+            # Every rank stops after the same step, or the others would wait for it forever.
+            stop = distributed.any_rank(asked_to_stop(), world, device) and not last
+            if (step + 1) % cfg.checkpoint_every == 0 or last or stop:
                 rngs = distributed.gather(torch.get_rng_state(), world)
                 if world.is_main:
                     per_rank = rngs if world.size > 1 else None
                     save_checkpoint(ckpt_path, model, optimizer, cfg, step + 1, per_rank)
             progress.update(task, advance=1, loss=loss, tps=timed_tokens / timed_seconds)
+            if stop:
+                raise Interrupted(step + 1)
 
     if not world.is_main:
         return {}
@@ -510,6 +556,16 @@ def main(argv: list[str] | None = None) -> int:
     cfg, fresh = parse_args(argv)
     try:
         report = run(cfg, fresh=fresh)
+    except Interrupted as stopped:
+        print(stopped, file=sys.stderr)
+        return 130  # the shell's code for a program stopped by Ctrl-C
+    except KeyboardInterrupt:  # a second Ctrl-C, in the middle of a step
+        print(
+            "interrupted in the middle of a step; run the same command to resume from the "
+            "last checkpoint",
+            file=sys.stderr,
+        )
+        return 130
     except (
         UsageError,
         CorpusError,

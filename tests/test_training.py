@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +99,53 @@ def test_interrupted_and_resumed_run_gives_the_same_losses(
     assert state["step"] == 3
     train.run(resumed, quiet=True)
     assert _losses(Path(resumed.out)) == _losses(Path(straight.out))
+
+
+def test_ctrl_c_stops_with_one_line_and_a_checkpoint_then_resumes(
+    tmp_path: Path, small_corpus: Path
+) -> None:
+    """SIGINT after a logged step: the step finishes, is checkpointed, one line says so."""
+    out = tmp_path / "run"
+    flags = ["--preset", "micro", "--corpus", str(small_corpus), "--out", str(out)]
+    flags += ["--batch-size", "2", "--context-length", "16", "--stride", "16"]
+    flags += ["--warmup-steps", "1"]
+    flags += ["--eval-batches", "1", "--sample-tokens", "2", "--checkpoint-every", "100000"]
+    # So many steps that the signal always comes first, however fast the machine.
+    run = subprocess.Popen(
+        [sys.executable, "-m", "gpt.train", *flags, "--steps", "1000000"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    metrics = out / "metrics.jsonl"
+    try:
+        while not (metrics.exists() and metrics.read_text().count("\n") >= 1):
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=600)
+    finally:
+        run.kill()
+    assert run.returncode == 130
+    assert "Traceback" not in stderr
+    line = stderr.strip().splitlines()[-1]
+    match = re.fullmatch(r"interrupted at step (\d+); run the same command to resume", line)
+    assert match, stderr
+    step = int(match.group(1))
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == step
+    assert len(_losses(out)) == step  # every finished step logged, none past the checkpoint
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "gpt.train", *flags, "--steps", str(step + 2)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from step {step} " in resumed.stdout
+    assert len(_losses(out)) == step + 2
 
 
 def test_resume_refuses_changed_settings(tmp_path: Path, small_corpus: Path) -> None:
