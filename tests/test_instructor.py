@@ -26,6 +26,7 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
 import nbformat  # noqa: E402 - nbgrader brings it
+from borrower import borrowing_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "embeddings"
@@ -286,7 +287,8 @@ HOSTILE = {
     "output": "    print('x' * (40 << 20))  # 40 MiB: the harness allows 8 per call\n"
     "    return {ok}\n",
     "eq": "    return torch.zeros(1).as_subclass(Liar)\n",
-    "patched": "    return {ok} + 1  # wrong, with torch's comparisons patched to agree\n",
+    # wrong values and no gradient, with torch's comparisons patched to agree
+    "patched": "    return ({ok} + 1).detach()\n",
     "reader": (
         "    for path in READABLE:\n"
         "        try:\n"
@@ -470,6 +472,9 @@ def graded_class(tmp_path_factory, listener):
     (cells / "ipykernel_launcher.py").write_text(HIJACK.format(marker=str(marker)))
     (cells / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('site')\n")
     expected["cells"] = 0
+    # Nothing trusted runs in the sandboxed worker: borrowing finds nothing to call.
+    submit("borrower", borrowing_module(lesson.module, lesson.functions, search_files=True))
+    expected["borrower"] = 0
     forged = submit("forged", None)
     _forge_metadata(forged / f"{LESSON}.ipynb")
     expected["forged"] = 0
