@@ -1,0 +1,132 @@
+"""Every command in the README's code blocks works as written on a fresh clone.
+
+The cheap ones run here, through the module their nox session runs (read from noxfile.py) in
+this interpreter, whose environment holds everything the sessions' environments do. The
+others are listed in SKIPPED with the reason and, where one does, the test that covers them;
+they are still checked to name a real nox session or file. A new command in the README must
+either run here or be listed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+SKIPPED = {
+    "python -m pip install nox && nox -s train": "installs nox and trains for minutes; "
+    "test_training.py trains on the embedded corpus",
+    "python -m pip install nox && nox -s tests": "the test suite itself",
+    "nox -s grade": "grades all eight lessons; test_graders.py grades every lesson",
+    "nox -s compare": "trains twice for 40 steps; test_compare.py runs compare on a small corpus",
+    "nox -s course": "a server that runs until stopped; test_run_cells.py starts it",
+    "nox -s train -- --steps 600 --out runs/longer": "minutes of training",
+    "nox -s train -- --corpus time-machine": "downloads from Project Gutenberg (network); "
+    "test_corpus.py downloads from a loopback server",
+    "nox -s train -- --corpus path/to/book.txt": "a placeholder path; test_corpus.py and "
+    "test_training.py train on text files",
+    "nox -s tests": "the test suite itself",
+    'nox -s tests -- -m "not slow"': "the test suite itself",
+    "nox -s tests -- tests/test_model.py -x": "the test suite itself",
+    "nox -s lint": "CI runs it as a session of its own",
+    "python bench/train_throughput.py": "a benchmark: minutes",
+    "python bench/train_throughput.py --corpus ../shared/data/time-machine.txt": "a benchmark, "
+    "on a file outside the repository",
+    "python bench/grading_latency.py": "a benchmark: minutes",
+    "python bench/autograde_throughput.py": "a benchmark: minutes",
+}
+# Commands that must fail, as the README says, with one line containing this text: a fresh
+# clone's exercises are stubs, and training on them stops at the first one.
+FAILS_WITH = {
+    "nox -s train -- --lessons exercises": "is not implemented yet",
+    "nox -s train -- --lessons exercises --out runs/mine": "is not implemented yet",
+}
+
+
+def readme_commands() -> list[str]:
+    """The command lines of the README's ```bash blocks, comments dropped."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", README.read_text(), flags=re.M | re.S)
+    commands = []
+    for block in blocks:
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            if words:  # as written, quoting only the words with spaces
+                commands.append(" ".join(f'"{w}"' if " " in w else w for w in words))
+    return commands
+
+
+def nox_sessions() -> dict[str, list[str]]:
+    """Every session of noxfile.py -> the ``python`` arguments it runs (``["-m", MODULE]``)."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    sessions = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if not any("session" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        args: list[str] = []
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and ast.unparse(call.func) == "run":
+                strings = [a.value for a in call.args if isinstance(a, ast.Constant)]
+                if "-m" in strings:
+                    args = strings[strings.index("-m") : strings.index("-m") + 2]
+                    break
+        sessions[node.name] = args
+    return sessions
+
+
+def as_python(command: str, tmp_path: Path) -> list[str]:
+    """``nox -s NAME -- ARGS`` as the python command that session runs (runs/ into tmp_path)."""
+    words = shlex.split(command)
+    assert words[:2] == ["nox", "-s"], command
+    module = nox_sessions()[words[2]]
+    assert module, f"nox -s {words[2]} runs no python module this test knows how to call"
+    args = words[4:] if words[3:4] == ["--"] else words[3:]
+    args = [str(tmp_path / a) if a.startswith("runs/") else a for a in args]
+    return [sys.executable, *module, *args]
+
+
+COMMANDS = readme_commands()
+
+
+def test_the_readme_has_commands_and_every_skip_is_still_in_it() -> None:
+    assert len(COMMANDS) >= 10
+    assert set(SKIPPED) <= set(COMMANDS), set(SKIPPED) - set(COMMANDS)
+    assert set(FAILS_WITH) <= set(COMMANDS), set(FAILS_WITH) - set(COMMANDS)
+
+
+def test_every_nox_session_the_readme_names_exists() -> None:
+    named = set(re.findall(r"nox -s ([a-z][a-z-]*)", README.read_text()))  # NAME: a placeholder
+    assert named and named <= set(nox_sessions()), named - set(nox_sessions())
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c in SKIPPED])
+def test_skipped_commands_still_name_real_things(command: str) -> None:
+    for part in command.split("&&"):
+        words = shlex.split(part)
+        if words[:2] == ["nox", "-s"]:
+            assert words[2] in nox_sessions(), command
+        elif words[0] == "python" and words[1].endswith(".py"):
+            assert (ROOT / words[1]).is_file(), command
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in SKIPPED])
+def test_command_works_as_written(command: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        as_python(command, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    if command in FAILS_WITH:
+        assert done.returncode == 2, done.stdout + done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and FAILS_WITH[command] in lines[0], done.stderr
+    else:
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
