@@ -311,6 +311,12 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     )
     box.scroll_into_view_if_needed()
     _shot(page, "5-box-graded")
+
+    # A quiz answered right on the chapter (mkdocs_quiz keeps it in the browser) shows too.
+    quiz = page.locator("article .quiz:not([data-quiz-type]):has(input[data-correct])").first
+    quiz.scroll_into_view_if_needed()
+    quiz.locator("fieldset > div:has(input[data-correct]) label").first.click()
+    quiz.locator(".quiz-feedback").wait_for(state="visible")
     page.locator("a[href$='progress/']").first.click()
     page.wait_for_selector(".course-progress__row[data-lesson='windows']")
     row = page.locator(".course-progress__row[data-lesson='windows']")
@@ -320,6 +326,7 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
         arg=expected,
     )
     assert "to do" in row.text_content()
+    assert re.fullmatch(r"1 of \d+ right", row.locator(".course-progress__quiz").text_content())
     for _ in range(120):  # leaving the chapter stops its kernel (a DELETE from the page)
         if not _kernels(page):
             break

@@ -36,6 +36,7 @@ FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]+)(?P<opti
 OPTION = re.compile(r"(\w+)=\"([^\"]*)\"")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*(?:\{[^}]*\})?[ \t]*#*[ \t]*$")
 PROGRESS_MARKER = re.compile(r"^[ \t]*<!--\s*progress\s*-->[ \t]*$", re.MULTILINE)
+QUIZ = re.compile(r"^<quiz>", re.MULTILINE)
 NOTEBOOK_DIR = "notebooks"
 TRUE = {"1", "on", "true", "yes"}
 
@@ -203,6 +204,7 @@ def progress_markup(lessons: list[Any], root: str) -> str:
             "title": lesson.title,
             "page": lesson.page,
             "functions": list(lesson.functions),
+            "quizzes": STATE.quizzes.get(lesson.page, 0),
         }
         for lesson in lessons
     ]
@@ -223,6 +225,7 @@ class _State:
     def __init__(self) -> None:
         self.lessons: list[Any] = []
         self.slug_by_page: dict[str, str] = {}
+        self.quizzes: dict[str, int] = {}  # page -> number of quizzes (mkdocs_quiz's <quiz>)
 
 
 STATE = _State()
@@ -253,6 +256,7 @@ def on_files(files: Files, config, **kwargs):
             markdown = file.content_string
         except (OSError, UnicodeDecodeError):
             continue
+        STATE.quizzes[file.src_uri] = len(QUIZ.findall(markdown))
         cells = parse_cells(markdown)
         if not cells:
             continue

@@ -625,7 +625,12 @@
       const lesson = graded[info.slug];
       const [status, kind] = lessonStatus(lesson);
       const quiz = quizzes[pagePath(root, info.page)];
-      const quizText = quiz && quiz.answered ? `${quiz.correct} of ${quiz.total} right` : "not tried";
+      const total = info.quizzes || 0; // mkdocs_quiz stores only the answered ones
+      const quizText = !total
+        ? "no quiz"
+        : quiz && quiz.answered
+          ? `${quiz.correct} of ${total} right`
+          : `${total} to try`;
       const row = el("tr", `course-progress__row course-progress__row--${kind}`);
       row.dataset.lesson = info.slug;
       row.innerHTML =
