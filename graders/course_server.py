@@ -61,10 +61,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--report", type=Path, default=DEFAULT_REPORT, help="the grading report to follow"
     )
     parser.add_argument(
-        "--timeout", type=float, default=60, help="seconds a block may run before it is stopped"
+        "--timeout", type=float, default=120, help="seconds a block may run before it is stopped"
     )
     parser.add_argument(
-        "--output-limit", type=int, default=200_000, help="characters a block may print"
+        "--output-limit", type=int, default=500_000, help="characters a block may print"
     )
     parser.add_argument(
         "--idle", type=int, default=1800, help="seconds before an idle kernel is stopped"

@@ -71,7 +71,7 @@ def use_exercises(directory: Path) -> list[str]:
     return aliased
 
 
-def setup(exercises: str | None = None, output_limit: int = 200_000) -> None:
+def setup(exercises: str | None = None, output_limit: int = 500_000) -> None:
     from IPython import get_ipython
 
     shell = get_ipython()
