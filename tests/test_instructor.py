@@ -27,7 +27,6 @@ import pytest
 pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
 import nbformat  # noqa: E402 - nbgrader brings it
 from borrower import borrowing_module  # noqa: E402
-from borrower import borrowing_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "embeddings"
@@ -473,9 +472,6 @@ def graded_class(tmp_path_factory, listener):
     (cells / "ipykernel_launcher.py").write_text(HIJACK.format(marker=str(marker)))
     (cells / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('site')\n")
     expected["cells"] = 0
-    # Nothing trusted runs in the sandboxed worker: borrowing finds nothing to call.
-    submit("borrower", borrowing_module(lesson.module, lesson.functions, search_files=True))
-    expected["borrower"] = 0
     # Nothing trusted runs in the sandboxed worker: borrowing finds nothing to call.
     submit("borrower", borrowing_module(lesson.module, lesson.functions, search_files=True))
     expected["borrower"] = 0
@@ -999,6 +995,12 @@ def test_a_gradebook_from_another_course_is_refused_in_one_line(fake_class, tmp_
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "belongs to another course" in lines[0], done.stderr
     assert "'ml-101'" in lines[0]
+    empty = instructor(
+        fake_class["course"].root, "autograde", "--gradebook", f"sqlite:///{tmp_path / 'new.db'}"
+    )
+    assert empty.returncode == 2
+    lines = empty.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"lesson {LESSON!r} is not in the gradebook" in lines[0], lines
 
 
 def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.manifest import ROOT, load_manifest
+from graders.report import write_json_atomic
 
 from .course import PACKAGE, Course, api
 from .gradebook import Graded, Recorder
@@ -63,7 +64,8 @@ class Outcome:
     recorded: bool = False  # the gradebook holds the grades
     points: float = 0.0
     max_points: float = 0.0
-    seconds: float = 0.0
+    seconds: float = 0.0  # the grading run's wall time
+    recording: float = 0.0  # this submission's share of its batch's recording time
     notes: list[str] = field(default_factory=list)
 
 
@@ -106,7 +108,6 @@ def grade_files(
     *,
     sandbox: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
-    log: Path | None = None,
 ) -> dict[str, Any]:
     """Grade one submission's package with the harness (public and hidden checks) in a process
     of its own; runs on a cluster worker. Returns ``{"report", "error", "seconds", "log"}``."""
@@ -204,7 +205,7 @@ def save_result(
         "seconds": graded["seconds"],
         "report": graded["report"],
     }
-    _write_json(out / f"{lesson}.json", result)
+    write_json_atomic(out / f"{lesson}.json", result)
     return result
 
 
@@ -228,13 +229,6 @@ def grade_one(
 def _graded_any(report: dict | None) -> bool:
     rows = [row for lesson in (report or {}).get("lessons", []) for row in lesson["checks"]]
     return any(row.get("passed") or row.get("detail") != "not graded" for row in rows)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
 
 
 # -- stage 2: recording, and the whole run -------------------------------------------------------
@@ -407,7 +401,7 @@ def autograde(
     outcomes = {job: Outcome(*job) for job in jobs}
     if not jobs:
         return []
-    check_gradebook(course, course.lessons())
+    check_gradebook(course, course.lessons(), {lesson for _, lesson in jobs})
     grader = grader or grade_files
     with course_lock(course):
         tasks: dict[Any, tuple[Callable, tuple, dict]] = {}
@@ -454,7 +448,13 @@ def autograde(
 
 
 def _record(recorder: Recorder, ready: list[Graded], outcomes: dict) -> None:
+    if not ready:
+        return
+    started = time.monotonic()
     scores, errors = recorder.record_batch(ready)
+    share = (time.monotonic() - started) / len(ready)
+    for graded in ready:
+        outcomes[(graded.student, graded.lesson)].recording = share
     for job, error in errors.items():
         outcomes[job].notes.append(f"recording failed: {_one_line(error)}")
     for job, (points, most) in scores.items():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,19 +108,19 @@ class GradebookError(Exception):
     """The gradebook cannot be used for this course (one line, naming the fix)."""
 
 
-def check_gradebook(course: Course, lessons: list[str]) -> None:
-    """Refuse a gradebook that belongs to another course: one with another nbgrader course id,
-    or with assignments that are not lessons of this course."""
+def check_gradebook(course: Course, lessons: list[str], required: Iterable[str] = ()) -> None:
+    """Refuse a gradebook that belongs to another course (another nbgrader course id, or
+    assignments that are not lessons of this course), or that lacks a ``required`` lesson."""
     from sqlalchemy import create_engine, inspect, text
 
     engine = create_engine(course.db_url)
     try:
         with engine.connect() as db:
-            tables = set(inspect(db).get_table_names())
-            if not {"course", "assignment"} <= tables:
-                return  # a new gradebook: nbgrader creates its tables
-            courses = {row[0] for row in db.execute(text("SELECT id FROM course"))}
-            names = {row[0] for row in db.execute(text("SELECT name FROM assignment"))}
+            courses: set[str] = set()
+            names: set[str] = set()
+            if {"course", "assignment"} <= set(inspect(db).get_table_names()):
+                courses = {row[0] for row in db.execute(text("SELECT id FROM course"))}
+                names = {row[0] for row in db.execute(text("SELECT name FROM assignment"))}
     except Exception as error:  # noqa: BLE001 - any driver's error, in one line
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise GradebookError(
@@ -137,6 +138,12 @@ def check_gradebook(course: Course, lessons: list[str]) -> None:
             f"the gradebook {course.gradebook_name()} belongs to another course ({what} is not "
             f"part of {COURSE_ID}): point --gradebook (or ${GRADEBOOK_ENV}) at this course's "
             "gradebook, or use a new --course folder"
+        )
+    missing = sorted(set(required) - names)
+    if missing:
+        raise GradebookError(
+            f"lesson {missing[0]!r} is not in the gradebook {course.gradebook_name()}: release "
+            f"it with this gradebook (nox -s release -- {missing[0]} --gradebook URL)"
         )
 
 
