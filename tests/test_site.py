@@ -177,6 +177,27 @@ def test_glossary_page_has_every_entry_with_backlinks(site: Path) -> None:
     assert any("../chapters/01-tokens/" in links for links in backlinks)
 
 
+def test_every_glossary_term_has_a_tooltip_on_some_page(site: Path) -> None:
+    """A beginner's reference: at least 100 terms, each one shown as a tooltip on some page and
+    linked back from its entry; no entry is left saying that no page uses it."""
+    from html import unescape
+
+    assert len(GLOSSARY) >= 100, f"the glossary has {len(GLOSSARY)} terms; it needs 100"
+    glossary = read(site, "glossary.md")
+    assert "Not used in the pages yet" not in glossary
+    tooltips: set[str] = set()
+    for path in site.rglob("index.html"):
+        if path.parent.name != "glossary":
+            found = re.findall(r'<abbr title="([^"]*)"', path.read_text(encoding="utf-8"))
+            tooltips |= {unescape(title) for title in found}
+    for entry in GLOSSARY:
+        slug = re.sub(r"[^a-z0-9]+", "-", entry["term"].lower()).strip("-")
+        item = re.search(rf'<dt id="{slug}">.*?</dt>\s*<dd>(.*?)</dd>', glossary, re.S)
+        assert item and "Used in:" in item.group(1), f"no page uses {entry['term']!r}"
+        definition = " ".join(entry["definition"].split())
+        assert definition in tooltips, f"{entry['term']!r} has a tooltip on no page"
+
+
 def test_tooltips_stay_out_of_code_and_headings(site: Path) -> None:
     pages = list(site.rglob("index.html"))
     total = 0
