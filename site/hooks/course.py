@@ -383,7 +383,7 @@ def on_config(config, **kwargs):
     # script (whose sys.path[0] is the venv's bin/). Before the lessons are loaded.
     if str(STATE.root) not in sys.path:
         sys.path.insert(0, str(STATE.root))
-    # ... and this folder, for the chapters' figure helper (course_figures.show_figure).
+    # ... and this folder, for the chapters' figure helper (course_figures.figure_html).
     hooks_dir = str(Path(__file__).resolve().parent)
     if hooks_dir not in sys.path:
         sys.path.append(hooks_dir)
@@ -610,7 +610,7 @@ def check_figure_captions(content: str, where: str) -> None:
         if not caption:
             log.warning(
                 f"course hook: {where} has a figure without a caption; print it with "
-                "course_figures.show_figure(fig, caption), the caption saying what to look at"
+                "print(course_figures.figure_html(fig, caption)), the caption saying what to look at"
             )
 
 

@@ -1,8 +1,10 @@
 """Figures for the chapters: a matplotlib figure printed as inline SVG with its caption.
 
-The chapters' hidden figure blocks (```` ```python exec="on" html="1" ````) call
-``show_figure(fig, caption)``; the course hook puts this folder on ``sys.path`` so they can
-import it, and it warns about any plot on a chapter page that has no caption. The SVG is
+The chapters' hidden figure blocks (```` ```python exec="on" html="1" ````) run
+``print(figure_html(fig, caption))``: markdown-exec captures the block's own ``print``, not
+``sys.stdout``, so the helper returns the HTML rather than printing it. The course hook puts
+this folder on ``sys.path`` so the blocks can import it, and it warns about any plot on a
+chapter page that has no caption. The SVG is
 inline (no image files, nothing fetched) and scales down to the column's width.
 """
 
@@ -34,7 +36,3 @@ def figure_html(fig: Figure, caption: str) -> str:
     # The caption is plain text: it may contain "<" or "&" (a formula written in words).
     return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
-
-def show_figure(fig: Figure, caption: str) -> None:
-    """Print the figure for markdown-exec (``html="1"`` blocks print HTML)."""
-    print(figure_html(fig, caption))
