@@ -1,18 +1,22 @@
-"""Instructor tooling: nbgrader release, sandboxed parallel autograde, feedback and export.
+"""Instructor tooling: nbgrader release, parallel autograde, feedback, export, class report.
 
-    python -m graders.instructor release [LESSON ...]     # source/ and release/ (nbgrader)
-    python -m graders.instructor collect [LESSON ...]     # zips -> submitted/ (zip_collect)
+    python -m graders.instructor release [LESSON ...] [--site-url URL]
+    python -m graders.instructor collect [LESSON ...]     # zips -> submitted/
     python -m graders.instructor autograde [LESSON ...] [--workers N] [--student ID ...]
+                                           [--scheduler tcp://HOST:8786] [--report]
     python -m graders.instructor feedback [LESSON ...]    # feedback/ HTML, hidden tests stripped
     python -m graders.instructor export                   # grades.csv, grades-by-check.csv
+    python -m graders.instructor report                   # reports/mistakes.html and .csv
 
-(``nox -s release``, ``nox -s autograde``, ``nox -s feedback``, ``nox -s export``.) The course
-directory is build/nbgrader/ unless ``--course DIR`` says otherwise; it is a standard nbgrader
-course directory, so nbgrader's own commands and formgrader work there too.
+(``nox -s release``, ``nox -s autograde``, ...). The course directory is build/nbgrader/ unless
+``--course DIR`` says otherwise, and the gradebook its gradebook.db unless ``--gradebook URL``
+(or $COURSE_GRADEBOOK_URL) names another database; it is a standard nbgrader course
+directory, so nbgrader's own commands and formgrader work there too.
 
-Modules: ``course`` (layout and nbgrader configuration), ``release`` (notebooks from the
-manifest), ``notebook`` (the ``check()`` the notebook cells call; ships to students),
+Modules: ``course`` (layout, gradebook URL, nbgrader configuration), ``release`` (notebooks
+from the manifest), ``notebook`` (the ``check()`` the notebook cells call; ships to students),
 ``preprocessors`` (notebook rebuilt from the gradebook; hidden tests out of feedback),
-``autograde`` (parallel grading, single-writer recording, feedback, export, zip collect),
-``collect`` and ``export`` (nbgrader plugins). The sandbox is graders/sandbox.py.
+``collect`` (zips into submitted/), ``autograde`` (grading on a Dask cluster, feedback),
+``gradebook`` (batched recording and the per-check history), ``export`` (the CSV files) and
+``mistakes`` (the class report). The sandbox is graders/sandbox.py.
 """
