@@ -177,3 +177,25 @@ def test_no_grader_message_copies_the_solution(solution_spans):
         if copied_spans(text, spans, longest)
     ]
     assert not leaks, "grader messages give away the solution's code:\n" + "\n".join(leaks)
+
+
+def test_every_mistake_a_grader_names_has_a_hint():
+    """``fail(detail, "key")`` names a mistake of the lesson's manifest (else the student would
+    see the check's default hint and a grader problem instead)."""
+    manifest = load_manifest()
+    unknown = []
+    for path in GRADER_FILES:
+        if not path.name.startswith("test_"):
+            continue
+        lesson = manifest.lesson(path.stem.removeprefix("test_"))
+        known = {key for check in lesson.checks for key in check.mistakes}
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "fail"
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value not in known
+            ):
+                unknown.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.args[1].value}")
+    assert not unknown, "mistakes without a hint in course/lessons.toml: " + ", ".join(unknown)

@@ -441,11 +441,7 @@ def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, 
         return
     answers = {key: run.then(lambda r: r[part]) for key, run in runs.items()}
     if part == "history":
-        shown = [
-            {k: (round(v, 5) if isinstance(v, float) else v) for k, v in r.items()}
-            for r in got["history"][:6]
-        ]
-        detail = f"{what} returned the history {shown}"
+        detail = f"{what}: " + _history_gap(got["history"], expected["history"])
     elif part == "step_lrs":
         detail = (
             f"{what}: the optimizer stepped with learning rates {got['step_lrs']}, expected "
@@ -453,6 +449,7 @@ def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, 
         )
     else:
         detail = f"{what}: the parameters after training are not the expected ones"
+        detail += _params_gap([got["params"]], [expected["params"]])
     if not same(got[part], expected[part], rtol=1e-5, atol=1e-7):
         diagnose(got[part], answers, rtol=1e-5, atol=1e-7, detail=detail)
     diagnose(
@@ -460,8 +457,23 @@ def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, 
         {key: run.then(lambda r: r["params"]) for key, run in runs.items()},
         rtol=1e-4,
         atol=1e-6,
-        detail=f"{what}: the parameters after training are not the expected ones",
+        detail=f"{what}: the parameters after training are not the expected ones"
+        + _params_gap([got["params"]], [expected["params"]]),
     )
+
+
+def _history_gap(got: list[dict], expected: list[dict]) -> str:
+    """The first record of a history that differs, got and expected, for a detail."""
+
+    def shown(record: dict) -> dict:
+        return {k: round(v, 5) if isinstance(v, float) else v for k, v in record.items()}
+
+    if len(got) != len(expected):
+        return f"the history has {len(got)} records, expected {len(expected)} (one per step)"
+    for i, (a, b) in enumerate(zip(got, expected, strict=True)):
+        if not same(a, b, rtol=1e-5, atol=1e-7):
+            return f"history[{i}] is {shown(a)}, expected {shown(b)}"
+    return "the history matches, but the training did not"
 
 
 @pytest.mark.check("fit-history")
