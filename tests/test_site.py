@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import html.parser
 import http.server
+import importlib.util
+import math
 import os
 import re
 import subprocess
@@ -94,6 +97,22 @@ def instructor_site(tmp_path_factory) -> Path:
 
 def read(site: Path, page: str) -> str:
     return (site / page_dir(page) / "index.html").read_text(encoding="utf-8")
+
+
+def reading_pages() -> list[str]:
+    """The pages a reader works through: the chapters, and the primer before them."""
+    pages = [lesson["page"] for lesson in LESSONS]
+    return (["primer.md"] if (COURSE / "primer.md").is_file() else []) + pages
+
+
+@functools.cache
+def course_hook():
+    """site/hooks/course.py as a module (MkDocs loads it by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location("course_hook", ROOT / "site/hooks/course.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["course_hook"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 # --------------------------------------------------------------------------- the build
@@ -253,6 +272,118 @@ def test_instructor_build_links_reference_solutions(instructor_site: Path) -> No
         first_def = re.search(r"^def (\w+)", source, re.M).group(1)
         assert first_def in reference
         assert "Instructor build" in reference
+
+
+class ArticleText(html.parser.HTMLParser):
+    """The words of a built page's article as a reader sees them, leaving out code, printed
+    output, figures, formulas and scripts: an independent count to check the reading time."""
+
+    SKIP = {"pre", "script", "style", "svg", "figure", "math", "nav"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside_article = 0
+        self.skipping = 0
+        self.words = 0
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag == "article":
+            self.inside_article += 1
+        elif self.inside_article and tag in self.SKIP:
+            self.skipping += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "article":
+            self.inside_article -= 1
+        elif self.inside_article and tag in self.SKIP:
+            self.skipping -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.inside_article and not self.skipping:
+            self.words += sum(1 for word in data.split() if any(c.isalnum() for c in word))
+
+
+def test_reading_time_matches_an_independent_word_count(site: Path) -> None:
+    for lesson in LESSONS:
+        page = read(site, lesson["page"])
+        shown = int(re.search(r"about (\d+) min read", page).group(1))
+        counter = ArticleText()
+        counter.feed(page)
+        expected = counter.words / 200  # the hook's words per minute
+        # The page adds a little (exercise box, quiz progress), the source a little (LaTeX
+        # commands): within 10% of the words' own time, and never off by a wide margin.
+        assert abs(shown - expected) <= max(1.5, 0.1 * expected), (
+            f"{lesson['page']}: the header says about {shown} min, but its article has "
+            f"{counter.words} words, about {expected:.1f} min at 200 words a minute"
+        )
+
+
+def test_reading_time_keeps_the_words_after_a_less_than_sign() -> None:
+    hook = course_hook()
+    prose = "Mask where j <= i holds.\n" + "word " * 400 + "\nKeep x > 0 <b>bold</b> too."
+    assert hook.count_words(prose) == 5 + 400 + 5
+    assert hook.reading_minutes(prose) == math.ceil(410 / hook.WORDS_PER_MINUTE)
+
+
+FORMULA_CHARACTERS = re.compile(r"[√∑ᵢⱼᵀ²∞‖τ]|\w\^\(")
+
+
+def code_blocks(markdown: str) -> Iterator[tuple[int, str, str]]:
+    """(line, info string, body) of every fenced block and indented code block."""
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^\s*(`{3,}|~{3,})(.*)$", lines[i])
+        if fence:
+            end = i + 1
+            while end < len(lines) and not lines[end].strip().startswith(fence.group(1)):
+                end += 1
+            yield i + 1, fence.group(2), "\n".join(lines[i + 1 : end])
+            i = end + 1
+            continue
+        starts_block = i > 0 and not lines[i - 1].strip()
+        if starts_block and re.match(r"^ {4}(?! *([-*>]|\d+\.) )\S", lines[i]):
+            # an indented code block, unless it continues a list item above
+            above = next((line for line in reversed(lines[:i]) if line.strip()), "")
+            if not re.match(r"^(\s*)([-*]|\d+\.) |^ {4}", above):
+                yield i + 1, "indented", lines[i]
+        i += 1
+
+
+def test_formulas_are_typeset_as_mathml(site: Path) -> None:
+    total = 0
+    for page in reading_pages():
+        source = (COURSE / page).read_text(encoding="utf-8")
+        for line, info, body in code_blocks(source):
+            if "exec=" not in info:  # examples may print anything; a shown formula is maths
+                assert not FORMULA_CHARACTERS.search(body), (
+                    f"course/{page}, line {line}: a formula in a code block; write it as "
+                    f"LaTeX between $$ lines instead:\n{body}"
+                )
+        built = read(site, page)
+        assert 'class="arithmatex"' not in built, f"{page}: LaTeX left untypeset"
+        maths = re.findall(r"<math\b[^>]*>", built)
+        assert all('alttext="' in tag for tag in maths), page
+        total += len(maths)
+    assert total >= 40, f"only {total} typeset formulas in the chapters"
+
+
+def test_every_figure_has_a_caption(site: Path) -> None:
+    figures = 0
+    for page in reading_pages():
+        built = read(site, page)
+        for svg in re.finditer(r"<svg\b.*?</svg>", built, re.S):
+            if not re.search(r'<g id="figure_\d+"', svg.group(0)):
+                continue  # an icon
+            figures += 1
+            opened = built.rfind("<figure>", 0, svg.start())
+            closed = built.find("</figure>", svg.end())
+            assert opened != -1 and built.rfind("</figure>", 0, svg.start()) < opened, page
+            caption = re.search(r"<figcaption>(.*?)</figcaption>", built[svg.end() : closed], re.S)
+            assert caption and len(caption.group(1).split()) >= 8, (
+                f"{page}: a figure without a caption that says what to look at"
+            )
+    assert figures >= len(LESSONS)
 
 
 # --------------------------------------------------------------------------- the browser
@@ -438,4 +569,90 @@ def test_search_finds_a_glossary_term(browser: Browser) -> None:
     result.wait_for(state="attached")
     assert page.locator(".md-search-result__item").count() >= 1
     page.close()
+    browser.assert_clean()
+
+
+def test_formula_renders_as_maths(browser: Browser) -> None:
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "objective")
+    page = browser.open(page_dir(lesson["page"]) + "/")
+    formula = page.locator("article .math-display math").first
+    formula.scroll_into_view_if_needed()
+    box = formula.bounding_box()
+    assert box and box["width"] > 0 and box["height"] > 0
+    # Typeset, not shown as text: a fraction stacks its numerator over its denominator.
+    fraction = formula.locator("mfrac").first
+    numerator = fraction.locator(":scope > *").first
+    assert fraction.bounding_box()["height"] > 1.5 * numerator.bounding_box()["height"]
+    assert formula.evaluate("m => m.namespaceURI") == "http://www.w3.org/1998/Math/MathML"
+    page.close()
+    browser.assert_clean()
+
+
+def test_quiz_answer_can_be_retried(browser: Browser) -> None:
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "objective")
+    page = browser.open(page_dir(lesson["page"]) + "/")
+    page.evaluate("localStorage.clear()")  # no answers kept from another test
+    page.reload()
+    quizzes = page.locator("article .quiz:not([data-quiz-type]):has(input[type=radio])")
+    assert quizzes.count() >= 2
+
+    def pick(quiz, answer) -> None:
+        answer.locator("label").click()
+        quiz.locator(".quiz-feedback").wait_for(state="visible")
+
+    # Wrong, then right, on the same question.
+    quiz = quizzes.nth(0)
+    quiz.scroll_into_view_if_needed()
+    answers = quiz.locator("fieldset > div")
+    right = answers.filter(has=page.locator("input[data-correct]")).first
+    wrong = answers.filter(has=page.locator("input:not([data-correct])"))
+    pick(quiz, wrong.first)
+    feedback = quiz.locator(".quiz-feedback")
+    explanation = " ".join(wrong.first.locator(".answer-feedback").text_content().split())
+    assert explanation in " ".join(feedback.inner_text().split()), "no explanation of the pick"
+    assert "correct" not in (right.get_attribute("class") or ""), "answer shown too early"
+    quiz.locator(".quiz-retry .quiz-show-answer").wait_for(state="visible")
+    assert right.locator("input").is_enabled(), "the question must stay open"
+    pick(quiz, right)
+    quiz.locator(".quiz-feedback .quiz-feedback-item.correct").wait_for(state="visible")
+    assert "correct" in (right.get_attribute("class") or "")
+    assert quiz.locator(".quiz-retry").count() == 0
+
+    # Two wrong picks reveal the answer; so does asking for it after one.
+    quiz = quizzes.nth(1)
+    quiz.scroll_into_view_if_needed()
+    answers = quiz.locator("fieldset > div")
+    right = answers.filter(has=page.locator("input[data-correct]")).first
+    wrong = answers.filter(has=page.locator("input:not([data-correct])"))
+    pick(quiz, wrong.nth(0))
+    quiz.locator(".quiz-retry").wait_for(state="visible")
+    assert quiz.locator(".quiz-revealed").count() == 0
+    pick(quiz, wrong.nth(1))
+    quiz.locator(".quiz-revealed").wait_for(state="visible")
+    assert "correct" in (right.get_attribute("class") or "")
+    if quizzes.count() >= 3:
+        quiz = quizzes.nth(2)
+        quiz.scroll_into_view_if_needed()
+        wrong = quiz.locator("fieldset > div").filter(has=page.locator("input:not([data-correct])"))
+        pick(quiz, wrong.first)
+        quiz.locator(".quiz-show-answer").click()
+        quiz.locator(".quiz-revealed").wait_for(state="visible")
+    page.close()
+    browser.assert_clean()
+
+
+def test_no_code_block_or_output_scrolls_sideways(browser: Browser) -> None:
+    overflowing = []
+    for source in reading_pages():
+        page = browser.open(page_dir(source) + "/")
+        overflowing += page.evaluate(
+            """page => [...document.querySelectorAll(
+                   'article pre, article pre > code, article .math-display, article figure')]
+               .filter(el => el.scrollWidth > el.clientWidth + 1)
+               .map(el => `${page}: ${el.scrollWidth} > ${el.clientWidth} px: `
+                          + el.textContent.trim().slice(0, 60))""",
+            source,
+        )
+        page.close()
+    assert not overflowing, "blocks that scroll sideways at 1280 px:\n" + "\n".join(overflowing)
     browser.assert_clean()

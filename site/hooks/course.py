@@ -610,7 +610,8 @@ def check_figure_captions(content: str, where: str) -> None:
         if not caption:
             log.warning(
                 f"course hook: {where} has a figure without a caption; print it with "
-                "print(course_figures.figure_html(fig, caption)), the caption saying what to look at"
+                "print(course_figures.figure_html(fig, caption)), the caption saying what to "
+                "look at"
             )
 
 

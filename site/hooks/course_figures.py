@@ -35,4 +35,3 @@ def figure_html(fig: Figure, caption: str) -> str:
     svg = svg.replace("<svg ", '<svg class="course-figure" ', 1)
     # The caption is plain text: it may contain "<" or "&" (a formula written in words).
     return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
-
