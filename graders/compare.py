@@ -168,8 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         stride=64,
         batch_size=8,
         eval_every=args.steps,
+        eval_batches=2,  # only the training losses are compared
         checkpoint_every=args.steps,
-        sample_tokens=20,
+        sample_tokens=5,
         dropout=0.0,
         # The same path in both runs, through your functions wherever you have them.
         attention="lesson" if "attention.attention" in yours else "fused",

@@ -20,7 +20,7 @@ def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
             "--target",
             str(target),
             "--steps",
-            "5",
+            "3",
             "--out",
             str(out),
             *corpus_args,
@@ -34,15 +34,16 @@ def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
     return result.stdout
 
 
-def _student_copy(tmp_path: Path, module: str, replace: tuple[str, str] | None = None) -> Path:
-    """A student package: the exercises, with one module solved (maybe wrongly)."""
+def _student_copy(tmp_path: Path, *modules: str, replace: tuple[str, str] | None = None) -> Path:
+    """A student package: the exercises, with some modules solved (the first maybe wrongly)."""
     target = tmp_path / "student"
     shutil.copytree(ROOT / "exercises", target)
-    solved = (ROOT / "solutions" / f"{module}.py").read_text()
-    if replace:
-        assert replace[0] in solved
-        solved = solved.replace(*replace)
-    (target / f"{module}.py").write_text(solved)
+    for module in modules:
+        solved = (ROOT / "solutions" / f"{module}.py").read_text()
+        if replace and module == modules[0]:
+            assert replace[0] in solved
+            solved = solved.replace(*replace)
+        (target / f"{module}.py").write_text(solved)
     return target
 
 
@@ -56,20 +57,21 @@ def test_untouched_exercises_fall_back_and_claim_nothing(
     assert (tmp_path / "run" / "compare.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_correct_attention_is_used_and_agrees(tmp_path: Path, small_corpus: Path) -> None:
-    out = _compare(
-        _student_copy(tmp_path, "attention"), tmp_path / "run", ["--corpus", str(small_corpus)]
-    )
-    assert re.search(r"Your functions \(2\): attention\.causal_mask, attention\.attention", out)
-    assert "Attention: lesson" in out
-    assert re.search(r"attention\.attention +took part \(\d+ calls\)", out)
+def test_correct_attention_and_loss_take_part_and_agree(tmp_path: Path, small_corpus: Path) -> None:
+    target = _student_copy(tmp_path, "attention", "objective")
+    out = _compare(target, tmp_path / "run", ["--corpus", str(small_corpus)])
+    assert re.search(r"Your functions \(6\): attention\.causal_mask, attention\.attention", out)
+    assert "Attention: lesson; loss: lesson" in out
+    for name in ("attention.attention", "objective.lm_loss", "objective.cross_entropy"):
+        assert re.search(rf"{re.escape(name)} +took part \(\d+ calls\)", out), name
+    assert re.search(r"objective\.pad_targets +did not run", out)
     assert "agree at every step" in out and "took part: attention.causal_mask" in out
 
 
-def test_wrong_attention_shows_where_the_curves_part(tmp_path: Path, small_corpus: Path) -> None:
+def test_wrong_schedule_shows_where_the_curves_part(tmp_path: Path, small_corpus: Path) -> None:
     # Warmup that starts at 0: step 0 does not move the weights, so step 1 differs.
     wrong = _student_copy(
-        tmp_path, "training", ("(step + 1) / warmup_steps", "step / warmup_steps")
+        tmp_path, "training", replace=("(step + 1) / warmup_steps", "step / warmup_steps")
     )
     out = _compare(wrong, tmp_path / "run", ["--corpus", str(small_corpus)])
     assert "Your functions (4): training.lr_at" in out
@@ -83,7 +85,7 @@ def test_your_loss_is_what_your_run_trains_with(tmp_path: Path, small_corpus: Pa
     constant = _student_copy(
         tmp_path,
         "objective",
-        (
+        replace=(
             "    return (log_norm - picked).sum() / keep.sum()",
             "    return (log_norm - picked).sum() * 0 + 1.0",
         ),
@@ -93,13 +95,3 @@ def test_your_loss_is_what_your_run_trains_with(tmp_path: Path, small_corpus: Pa
     assert re.search(r"objective\.cross_entropy +took part", out)
     assert "agree at every step" not in out
     assert "first differ at step 0" in out
-
-
-def test_correct_loss_takes_part_and_agrees(tmp_path: Path, small_corpus: Path) -> None:
-    out = _compare(
-        _student_copy(tmp_path, "objective"), tmp_path / "run", ["--corpus", str(small_corpus)]
-    )
-    assert re.search(r"objective\.lm_loss +took part", out)
-    assert re.search(r"objective\.cross_entropy +took part", out)
-    assert re.search(r"objective\.pad_targets +did not run", out)
-    assert "agree at every step" in out
