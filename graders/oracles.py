@@ -170,6 +170,16 @@ def lookup_grad(table: Tensor, ids: Tensor, weights: Tensor) -> Tensor:
     return grad.index_add_(0, ids.reshape(-1), weights.reshape(-1, table.shape[-1]))
 
 
+def add_positions_grads(pos_table: Tensor, weights: Tensor) -> tuple[Tensor, Tensor]:
+    """The gradients that reach (vectors, pos_table) when ``(add_positions(...) * weights).sum()``
+    is differentiated: the weights themselves, and for row t of the table the sum over the
+    batch of position t's weights (rows past T get none)."""
+    T = weights.shape[1]
+    grad_pos = torch.zeros_like(pos_table)
+    grad_pos[:T] = weights.sum(dim=0)
+    return weights.clone(), grad_pos
+
+
 def add_positions(vectors: Tensor, pos_table: Tensor, mistake: str | None = None) -> Tensor:
     T = vectors.shape[1]
     if mistake is None:

@@ -1705,6 +1705,37 @@ WRONG += [
     V(
         "generation",
         "sample_next",
+        "squeezes-all",
+        "squeeze only the last dimension",
+        """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze()
+    """,
+    ),
+    V(
+        "embeddings",
+        "add_positions",
+        "detached",
+        "no gradient reaches the position table",
+        """
+        def add_positions(vectors, pos_table):
+            T, L = vectors.shape[-2], pos_table.shape[0]
+            if T > L:
+                raise ValueError(f"sequence length T={T} exceeds the position table's L={L} rows")
+            return vectors + pos_table[:T].detach()
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
         "argmax-top-1",
         "top_k = 1 is still a draw",
         """

@@ -142,6 +142,21 @@ def test_add_positions_broadcast(student):
     check_add(student, vectors, pos, "add_positions(vectors [2, 3, 4], pos_table [5, 4])")
 
 
+@pytest.mark.check("add-positions-gradient")
+def test_add_positions_gradient(student):
+    vectors, pos, weights = randn(22, 2, 3, 4), randn(23, 5, 4), randn(24, 2, 3, 4)
+    what = "add_positions(vectors [2, 3, 4], pos_table [5, 4])"
+    got = student.scenario(
+        "grad", function="add_positions", args=[vectors, pos], wrt=[0, 1], weights=weights
+    )
+    grads = as_list(got["grads"] if isinstance(got, dict) else None, "the gradients", as_any)
+    if grads[0] is None or grads[1] is None:
+        fail(f"{what}: no gradient reached the vectors or the table (detached output)", "detached")
+    expected = oracle.add_positions_grads(pos, weights)
+    expect_close(grads[0], expected[0], f"the gradient {what} sends the vectors")
+    expect_close(grads[1], expected[1], f"the gradient {what} sends pos_table")
+
+
 @pytest.mark.check("add-positions-too-long")
 def test_add_positions_too_long(student):
     error = student.error("add_positions", torch.zeros(2, 7, 3), randn(10, 5, 3))

@@ -22,7 +22,7 @@ def check_sample(
     student, logits, what, *, temperature=1.0, top_k=None, seed=0, mistakes: dict | None = None
 ) -> None:
     expected = oracle.sample_next(logits, temperature, top_k, seed)
-    answers = {"shape": expected.unsqueeze(-1)}
+    answers = {"shape": expected.unsqueeze(-1), "squeezed-all": expected.squeeze()}
     for key, change in (mistakes or {}).items():
         args = {"logits": logits, "temperature": temperature, "top_k": top_k, "seed": seed}
         answers[key] = later.sample_next(**(args | change))
@@ -55,6 +55,8 @@ def test_sample_seeded(student):
     check_sample(
         student, 2 * randn(2, 64, 12), "sample_next(logits [64, 12], seeded generator)", seed=11
     )
+    # One row: the result is still one token per row, shape [1].
+    check_sample(student, 2 * randn(8, 1, 12), "sample_next(logits [1, 12], seeded generator)")
 
 
 @pytest.mark.check("sample-temperature")
