@@ -195,8 +195,8 @@ def run(args: argparse.Namespace, course: object) -> int:
     if args.command == "autograde":
         from .course import check_gradebook
 
-        check_gradebook(course, released)
         jobs, problems = pipeline.find_jobs(course, lessons, args.student)
+        check_gradebook(course, released, {lesson for _, lesson in jobs})
         for line in problems:
             print(line, file=sys.stderr)
         waiting = {lesson for _, lesson in jobs}
