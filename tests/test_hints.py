@@ -125,11 +125,16 @@ def solution_spans() -> tuple[set[str], int]:
 
 
 def manifest_hints() -> list[tuple[str, str]]:
+    """Every check's hint and mistake hints, and every "by hand" rule's message."""
     hints = []
-    for check in load_manifest().checks:
+    manifest = load_manifest()
+    for check in manifest.checks:
         hints.append((f"{check.id}: hint", check.hint))
         for key, text in check.mistakes.items():
             hints.append((f"{check.id}: mistake {key}", text))
+    for lesson in manifest.lessons:
+        for rule in getattr(lesson, "rules", ()):
+            hints.append((f"{lesson.slug}: rule for {rule.function}", rule.message))
     return hints
 
 
