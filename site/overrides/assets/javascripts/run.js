@@ -371,6 +371,7 @@
       editor.setAttribute("aria-label", `Code of example ${cell.index + 1}`);
       editor.addEventListener("input", () => {
         cell.code = editor.value;
+        editor.rows = Math.min(30, cell.code.split("\n").length + 1);
         cell.reset.hidden = cell.code === cell.data.source;
       });
       editor.addEventListener("keydown", (event) => {
