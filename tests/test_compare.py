@@ -28,7 +28,7 @@ def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1800,  # a hang guard only
     )
     assert result.returncode == 0, result.stderr
     return result.stdout

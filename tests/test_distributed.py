@@ -62,7 +62,7 @@ def _train(corpus: Path, out: Path, steps: int, nproc: int = 1) -> subprocess.Co
         ]  # fmt: skip
         args = launcher + args
     done = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120
+        [sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1800
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return done

@@ -232,7 +232,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
         env=clean,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=1800,  # a hang guard only
     )
 
 

@@ -121,7 +121,7 @@ def test_skipped_commands_still_name_real_things(command: str) -> None:
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c not in SKIPPED])
 def test_command_works_as_written(command: str, tmp_path: Path) -> None:
     done = subprocess.run(
-        as_python(command, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=600
+        as_python(command, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=1800
     )
     if command in FAILS_WITH:
         assert done.returncode == 2, done.stdout + done.stderr

@@ -213,7 +213,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=1800,  # a hang guard only
     )
 
 
