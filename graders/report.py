@@ -297,12 +297,21 @@ def _released_site(root: Path) -> str | None:
 
 
 def uses(module: str, function: str) -> tuple[str, ...]:
-    """The functions of the same lesson that ``function`` builds on (graders/worker.py)."""
+    """The functions of the same lesson that ``function`` runs with the submission's own code
+    (graders/worker.py's DEPENDENCIES): where the checker answers a dependency itself
+    (graders/dependencies.py, the instructor's graders) a mistake in it costs nothing else."""
+    name = f"{module}.{function}"
     try:
         from .worker import DEPENDENCIES
     except ImportError:  # a grader tree without torch: nothing to say
         return ()
-    return tuple(DEPENDENCIES.get(f"{module}.{function}", ()))
+    try:
+        from .dependencies import Answers
+    except ModuleNotFoundError:  # the student release: every dependency is the student's own
+        answered: set[str] = set()
+    else:
+        answered = set(Answers.names(name))
+    return tuple(n for n in DEPENDENCIES.get(name, ()) if n not in answered)
 
 
 def render_total(console: Any, report: dict[str, Any]) -> None:

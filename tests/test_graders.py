@@ -438,15 +438,22 @@ def test_a_long_link_is_never_wrapped(monkeypatch):
     assert any(line.strip() == f"see {url}" for line in out.getvalue().splitlines()), out.getvalue()
 
 
-def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path):
+def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path, monkeypatch):
     """The same diagnosed mistake in two checks of a function, and a check of a function that
-    uses it: one note, naming every check it explains."""
+    runs the student's own version of it (as in the student release, whose checker answers no
+    dependency): one note, naming every check it explains."""
     import io
+    import sys
 
     from rich.console import Console
 
     from graders.manifest import load_manifest
-    from graders.report import Report, render_lesson
+    from graders.report import Report, render_lesson, uses
+
+    # The instructor's checker answers TokenWindows' shift itself: no mistake of shift reaches it.
+    assert uses("windows", "TokenWindows") == ()
+    monkeypatch.setitem(sys.modules, "graders.dependencies", None)  # the student release
+    assert uses("windows", "TokenWindows") == ("shift", "window_starts")
 
     manifest = load_manifest()
     lesson = manifest.lesson("windows")
