@@ -204,3 +204,49 @@ def test_every_mistake_a_grader_names_has_a_hint():
             ):
                 unknown.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.args[1].value}")
     assert not unknown, "mistakes without a hint in course/lessons.toml: " + ", ".join(unknown)
+
+
+# A check's own hint is shown when the check does not recognise the mistake, so it says what
+# behaviour the check expects; advice ("use ...", "pass ... on") is for recognised mistakes.
+IMPERATIVES = {
+    "use",
+    "pass",
+    "call",
+    "add",
+    "divide",
+    "return",
+    "set",
+    "convert",
+    "compare",
+    "keep",
+    "drop",
+    "leave",
+    "raise",
+    "merge",
+    "split",
+    "slice",
+    "look",
+    "build",
+    "start",
+    "crop",
+    "transpose",
+    "accept",
+    "clip",
+    "accumulate",
+    "sample",
+    "read",
+    "rank",
+    "fill",
+    "count",
+}
+
+
+def test_a_check_own_hint_describes_behaviour_not_a_fix():
+    advice = [
+        f"{check.id}: {check.hint!r}"
+        for check in load_manifest().checks
+        if check.hint.split()[0].lower() in IMPERATIVES
+    ]
+    assert not advice, "default hints that give advice instead of the expected behaviour: " + (
+        "; ".join(advice)
+    )
