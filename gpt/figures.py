@@ -1,11 +1,11 @@
-"""Figures for the chapters: a matplotlib figure printed as inline SVG with its caption.
+"""Figures for the course pages: a matplotlib figure as inline SVG with its caption.
 
-The chapters' hidden figure blocks (```` ```python exec="on" html="1" ````) run
+The chapters' figure blocks (```` ```python exec="on" html="1" ````) run
 ``print(figure_html(fig, caption))``: markdown-exec captures the block's own ``print``, not
-``sys.stdout``, so the helper returns the HTML rather than printing it. The course hook puts
-this folder on ``sys.path`` so the blocks can import it, and it warns about any plot on a
-chapter page that has no caption. The SVG is
-inline (no image files, nothing fetched) and scales down to the column's width.
+``sys.stdout``, so the helper returns the HTML rather than printing it. It lives here, with the
+rest of the provided code, so the chapters' notebooks and Run cells import it too. The course
+hook (``site/hooks/course.py``) warns about any plot on a chapter page that has no caption. The
+SVG is inline (no image files, nothing fetched) and scales down to the column's width.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ by ``pymdownx.arithmatex`` in generic mode); this hook turns each into MathML at
 A formula it cannot typeset is a warning (so ``--strict`` fails), naming the page.
 
 Figures: every matplotlib figure in a chapter must sit in a ``<figure>`` with a non-empty
-``<figcaption>`` (``site/hooks/course_figures.py`` makes both); one without is a warning.
+``<figcaption>`` (``gpt.figures.figure_html`` makes both); one without is a warning.
 
 Problems that would let the site drift from the manifest (a chapter without its marker, a
 section id that no heading carries, nav out of order, a missing chapter file) are logged as
@@ -383,10 +383,6 @@ def on_config(config, **kwargs):
     # script (whose sys.path[0] is the venv's bin/). Before the lessons are loaded.
     if str(STATE.root) not in sys.path:
         sys.path.insert(0, str(STATE.root))
-    # ... and this folder, for the chapters' figure helper (course_figures.figure_html).
-    hooks_dir = str(Path(__file__).resolve().parent)
-    if hooks_dir not in sys.path:
-        sys.path.append(hooks_dir)
     STATE.lessons = load_lessons(STATE.docs_dir / "lessons.toml")
     STATE.by_page = {lesson.page: lesson for lesson in STATE.lessons}
     STATE.entries = load_glossary(STATE.root / "site" / "glossary.toml")
@@ -610,7 +606,7 @@ def check_figure_captions(content: str, where: str) -> None:
         if not caption:
             log.warning(
                 f"course hook: {where} has a figure without a caption; print it with "
-                "print(course_figures.figure_html(fig, caption)), the caption saying what to "
+                "print(gpt.figures.figure_html(fig, caption)), the caption saying what to "
                 "look at"
             )
 
