@@ -30,7 +30,6 @@ from .gradebook import HARNESS_MISTAKES, HISTORY, UNNAMED
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
 MISTAKE_WORDS = {
-    UNNAMED: "failed, no specific mistake recognised",
     "not-graded": "not graded (the grading run ended first)",
     **{name: start for start, name in HARNESS_MISTAKES.items()},
 }
@@ -129,6 +128,8 @@ def mistake_text(check: Check, key: str, manifest: Manifest) -> str:
     known = {**manifest.lesson(check.lesson).mistakes(check.function), **check.mistakes}
     if key in known:
         return known[key]
+    if key == UNNAMED:
+        return f"no specific mistake recognised; the check's hint: {check.hint}"
     return MISTAKE_WORDS.get(key, key)
 
 
@@ -164,7 +165,7 @@ def plot_failures(stats: list[CheckStats], title: str) -> str:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    shown = [s for s in stats if s.students][:20]
+    shown = [s for s in stats if s.failed][:20]  # most failed first
     figure = Figure(figsize=(6, 0.3 * len(shown) + 1.0))
     axes = figure.subplots()
     names = [s.check.id + (" (hidden)" if s.check.hidden else "") for s in shown][::-1]
@@ -221,7 +222,7 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
             f"<img alt='points of {e(lesson.slug)}' "
             f"src='{plot_points(scores, most, f'{lesson.slug}: points')}'>"
         )
-        if any(s.students for s in stats):
+        if any(s.failed for s in stats):
             out.append(
                 f"<img alt='checks failed in {e(lesson.slug)}' "
                 f"src='{plot_failures(stats, f'{lesson.slug}: checks failed')}'>"
