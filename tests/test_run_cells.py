@@ -213,13 +213,22 @@ def _kernels(page) -> list:
     return page.evaluate("() => fetch('/api/kernels').then(r => r.json())")
 
 
+def _wait_for_kernels(page, count: int, message: str) -> None:
+    """Wait until the server runs `count` kernels (a page's DELETE completes asynchronously)."""
+    for _ in range(120):
+        if len(_kernels(page)) == count:
+            return
+        page.wait_for_timeout(500)
+    assert len(_kernels(page)) == count, message
+
+
 def _run(page, index: int):
     """Press Run on block `index` and wait for its status; return its output area."""
     bar = page.locator(".course-cell-bar").nth(index)
     bar.locator(".course-run").click()
     status = bar.locator(".course-cell-status")
     page.wait_for_function(
-        "el => !['', 'running…'].includes(el.textContent)", arg=status.element_handle()
+        "el => !['', 'queued…', 'running…'].includes(el.textContent)", arg=status.element_handle()
     )
     return page.locator(".course-live-output").nth(index)
 
@@ -264,9 +273,13 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     out = _run(page, first)
     assert "Output stopped" in out.text_content()
     assert len(out.text_content()) < 30_000
-    editor.fill("print('still alive')")
+    editor.fill("import os\nos._exit(1)")  # the kernel process dies
     out = _run(page, first)
+    assert "The kernel stopped while this block ran" in out.text_content()
+    editor.fill("print('still alive')")
+    out = _run(page, first)  # a new kernel: the blocks above run first, then this one
     assert "still alive" in out.text_content()
+    _wait_for_kernels(page, 1, "the dead kernel was not deleted")
     _shot(page, "3-stopped")
     bar.locator(".course-reset").click()  # the block's own code again
 
@@ -327,11 +340,7 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     )
     assert "to do" in row.text_content()
     assert re.fullmatch(r"1 of \d+ right", row.locator(".course-progress__quiz").text_content())
-    for _ in range(120):  # leaving the chapter stops its kernel (a DELETE from the page)
-        if not _kernels(page):
-            break
-        page.wait_for_timeout(500)
-    assert _kernels(page) == [], "the chapter's kernel outlived the page"
+    _wait_for_kernels(page, 0, "the chapter's kernel outlived the page")
     hints = page.locator(".course-check--failed .course-check__hint a")
     assert hints.count() > 0
     assert "chapters/03-windows/#" in hints.first.get_attribute("href")

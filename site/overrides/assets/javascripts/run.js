@@ -101,11 +101,7 @@
         this.ws.onerror = () => reject(new Error("cannot connect to the kernel"));
       });
       this.ws.onmessage = (event) => this.receive(JSON.parse(event.data));
-      this.ws.onclose = () => {
-        this.dead = true;
-        for (const callbacks of this.handlers.values()) callbacks.done({ status: "dead" });
-        this.handlers.clear();
-      };
+      this.ws.onclose = () => this.died();
       await this.request("kernel_info_request", {}); // the kernel answers: it is ready
     }
 
@@ -167,17 +163,26 @@
       });
     }
 
+    // Every pending request ends as "dead": the kernel process is gone or being replaced.
+    died() {
+      this.dead = true;
+      const pending = [...this.handlers.values()];
+      this.handlers.clear();
+      for (const callbacks of pending) callbacks.done({ status: "dead" });
+    }
+
     receive(msg) {
+      const type = msg.header.msg_type;
+      const state = type === "status" && msg.content.execution_state;
+      if (state === "restarting" || state === "autorestarting" || state === "dead") {
+        this.died(); // the server's word: the process exited (a crash, os._exit, ...)
+        return;
+      }
       const callbacks = this.handlers.get(msg.parent_header && msg.parent_header.msg_id);
       if (!callbacks) return;
-      const type = msg.header.msg_type;
       if (msg.channel === "shell") {
-        if (callbacks.reply) {
-          this.handlers.delete(msg.parent_header.msg_id);
-          callbacks.done(msg.content);
-        } else {
-          callbacks.done(msg.content);
-        }
+        if (callbacks.reply) this.handlers.delete(msg.parent_header.msg_id);
+        callbacks.done(msg.content);
       } else if (msg.channel === "iopub") {
         if (type === "status") {
           if (msg.content.execution_state === "idle" && callbacks.idle) callbacks.idle();
@@ -194,7 +199,13 @@
     shutdown() {
       this.dead = true;
       if (this.ws) this.ws.close();
-      if (this.id) this.api("DELETE", `/api/kernels/${this.id}`).catch(() => {});
+      if (!this.id) return;
+      // A kernel the server is restarting (after a crash) refuses DELETE for a moment: retry.
+      const attempt = (left) =>
+        this.api("DELETE", `/api/kernels/${this.id}`).catch(() => {
+          if (left > 0) setTimeout(() => attempt(left - 1), 1000);
+        });
+      attempt(10);
     }
   }
 
@@ -438,6 +449,10 @@
     }
 
     runUpTo(index, all = false) {
+      for (let i = 0; i <= index; i++) {
+        const cell = this.cells[i];
+        if (cell && (i === index || all || !this.ran[i])) cell.status.textContent = "queued…";
+      }
       this.queue = this.queue.then(async () => {
         let kernel;
         try {
@@ -493,7 +508,13 @@
       this.ran[cell.index] = reply.status !== "dead";
       cell.status.textContent = ok ? "done" : stopped ? "stopped" : reply.status === "dead" ? "kernel stopped" : "error";
       cell.area.dataset.status = cell.status.textContent;
-      if (reply.status === "dead" && this.kernel === kernel) this.resetKernel("the kernel died");
+      if (reply.status === "dead" && this.kernel === kernel) {
+        this.resetKernel("the kernel died");
+        output.note(
+          "The kernel stopped while this block ran (it crashed or exited). The next Run starts " +
+            "a new one and runs the blocks above first.",
+        );
+      }
       return ok;
     }
 
