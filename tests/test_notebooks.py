@@ -71,7 +71,7 @@ def test_every_chapter_notebook_is_valid(chapter: Path) -> None:
     nbformat = pytest.importorskip("nbformat")
     text = chapter.read_text(encoding="utf-8")
     cells = hook.parse_cells(text)
-    blocks = len(re.findall(r'^```python exec="on"', text, re.M))
+    blocks = len(re.findall(r'^`{3,}python exec="on"', text, re.M))
     assert len(cells) == blocks > 0
     nb = nbformat.reads(json.dumps(hook.notebook("T", chapter.name, cells)), as_version=4)
     nbformat.validate(nb)

@@ -331,7 +331,7 @@
         marker.after(bar);
         const area = el("div", "course-live-output");
         area.hidden = true;
-        end.after(area);
+        (parts.length ? end : bar).after(area); // below the build's output, if it has one
         Object.assign(cell, { bar, run, edit, reset, status, area });
         run.addEventListener("click", () => this.runUpTo(index));
         edit.addEventListener("click", () => this.toggleEditor(cell));
