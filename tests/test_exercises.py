@@ -71,3 +71,40 @@ def test_every_exercise_raises_not_implemented_naming_its_lesson(module: str) ->
     with pytest.raises(NotImplementedError, match=f"lesson {lesson.number}"):
         params = inspect.signature(first).parameters.values()
         first(**{p.name: None for p in params if p.default is inspect.Parameter.empty})
+
+
+def test_exercises_hold_only_the_lessons_and_the_provided_code_is_gpt() -> None:
+    lessons = sorted(generate_exercises.load_lessons())
+    assert sorted(p.stem for p in (ROOT / "exercises").glob("*.py")) == sorted(
+        [*lessons, "__init__"]
+    )
+    assert sorted(p.stem for p in (ROOT / "solutions").glob("*.py")) == sorted(
+        [*lessons, "__init__"]
+    )
+    from gpt.lessons import MODULES
+
+    assert sorted(MODULES) == lessons
+
+
+def test_provided_code_in_solutions_is_refused(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
+    shutil.copytree(ROOT / "course", tmp_path / "course", ignore=shutil.ignore_patterns("*.md"))
+    (tmp_path / "solutions" / "helpers.py").write_text("X = 1\n")
+    with pytest.raises(ValueError, match="helpers.py is no lesson.*belongs in gpt/"):
+        generate_exercises.render(tmp_path)
+
+
+def test_lessons_load_by_name_or_folder_and_a_broken_one_is_one_line(tmp_path: Path) -> None:
+    from gpt.lessons import LessonsError, load
+
+    assert load("solutions").training.lr_at.__module__ == "solutions.training"
+    copy = tmp_path / "mine"
+    shutil.copytree(ROOT / "exercises", copy)
+    assert load(copy).windows.__file__ == str(copy / "windows.py")
+    broken = tmp_path / "broken"
+    shutil.copytree(ROOT / "exercises", broken)
+    (broken / "packing.py").write_text("def pack(:\n")
+    with pytest.raises(LessonsError, match=r"cannot import broken\.packing: SyntaxError"):
+        load(broken)
+    with pytest.raises(LessonsError, match="not a lesson package"):
+        load(tmp_path / "nowhere")
