@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 from datetime import UTC, datetime
@@ -202,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             f"--MappingKernelManager.cull_idle_timeout={options.idle}",
             "--MappingKernelManager.cull_interval=60",
             "--MappingKernelManager.cull_connected=True",
+            # Kernels talk to the server over Unix sockets where there are some: nothing
+            # listens on a TCP port but the server itself.
+            *(["--KernelManager.transport=ipc"] if os.name == "posix" else []),
         ]
     )
     app.web_app.add_handlers(".*$", make_handlers(options))
