@@ -317,11 +317,12 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     points = report["lessons"][0]["points"]
     assert 0 < points < report["lessons"][0]["max_points"]
     expected = f"{points}/{report['lessons'][0]['max_points']}"
-    page.wait_for_function(
+    page.wait_for_function(  # the finished run, not one of the reports written as it went
         "want => (document.querySelector('.course-progress-box__points') || {}).textContent"
-        " === want",
+        " === want && document.querySelector('.course-progress-box').dataset.complete === 'true'",
         arg=expected,
     )
+    assert "not graded" not in box.text_content()
     box.scroll_into_view_if_needed()
     _shot(page, "5-box-graded")
 
@@ -335,7 +336,8 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     row = page.locator(".course-progress__row[data-lesson='windows']")
     page.wait_for_function(
         "want => document.querySelector(\"[data-lesson='windows'] .course-progress__points\")"
-        ".textContent === want",
+        ".textContent === want && document.querySelector('.course-progress').dataset.complete"
+        " === 'true'",
         arg=expected,
     )
     assert "to do" in row.text_content()

@@ -622,6 +622,7 @@
       }
     }
     container.innerHTML = "";
+    container.dataset.complete = String(!report || report.complete);
     const summary = el("p", "course-progress__summary");
     if (!state) {
       summary.innerHTML =
@@ -680,6 +681,8 @@
   function renderBox(box, lessonSlug, state, root) {
     const kept = remembered(state)[lessonSlug];
     const lesson = kept && kept.lesson;
+    const complete = !state.report || state.report.complete;
+    box.dataset.complete = String(complete);
     box.innerHTML = "";
     box.append(el("p", "course-progress-box__title", "Your last grading"));
     if (!lesson) {
@@ -690,7 +693,8 @@
     const line = el("p", "course-progress-box__line");
     line.innerHTML =
       `<strong class="course-progress-box__points">${lesson.points}/${lesson.max_points}</strong> points, ` +
-      `${escapeHtml(status)} <span class="course-progress-box__when">(graded ${escapeHtml(when(kept.graded))})</span>`;
+      `${escapeHtml(status)} <span class="course-progress-box__when">(graded ${escapeHtml(when(kept.graded))}` +
+      `${complete ? "" : "; grading is still running…"})</span>`;
     box.append(line, checkList(lesson, root));
   }
 
