@@ -347,3 +347,24 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     assert hints.count() > 0
     assert "chapters/03-windows/#" in hints.first.get_attribute("href")
     _shot(page, "6-progress")
+
+
+def test_server_wants_the_token_and_listens_on_loopback(course: dict) -> None:
+    import urllib.error
+
+    for path in ("/course-api/report", "/api/kernels"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(course["url"] + path, timeout=10)
+        assert refused.value.code == 403, path
+    request = urllib.request.Request(course["url"] + "/course-api/report")
+    request.add_header("Authorization", f"token {course['token']}")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert set(json.loads(answer.read())) == {"report", "graded", "error"}
+    port = int(course["url"].rsplit(":", 1)[1])
+    try:  # the machine's other addresses, where its name resolves
+        addresses = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None)}
+    except OSError:
+        addresses = set()
+    for address in addresses - {"127.0.0.1", "::1"}:  # nothing answers there
+        with pytest.raises(OSError):
+            socket.create_connection((address, port), timeout=2).close()
