@@ -13,7 +13,8 @@ included): grading every submission with the harness (public and hidden checks, 
 recording it. Feedback and export are not timed. Prints submissions per minute, wall seconds
 per submission (amortised), the speed-up of each worker count over the first, and the
 machine's load average before each run (the machine may be shared: a loaded one gives less
-speed-up); writes build/bench/autograde_throughput.json.
+speed-up), and the CPU seconds a submission costs (what a quiet machine's cores divide);
+writes build/bench/autograde_throughput.json.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             course = Course.at(Path(tmp) / f"run-{workers}")
             shutil.copytree(base.root, course.root)
             load = os.getloadavg()[0]
+            cpu = _children_cpu()
             started = time.perf_counter()
             outcomes = autograde(
                 course,
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine=args.engine,
             )
             seconds = time.perf_counter() - started
+            cpu = _children_cpu() - cpu + 0.0  # grading runs, workers (joined at the end)
             recorded = [o for o in outcomes if o.recorded and o.graded]
             rows.append(
                 {
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                     "recording_seconds_per_submission": round(
                         sum(o.recording for o in outcomes) / max(1, len(outcomes)), 3
                     ),
+                    "cpu_seconds_per_submission": round(cpu / max(1, len(outcomes)), 2),
                     "load_before": round(load, 2),
                 }
             )
@@ -105,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['seconds_per_submission']:.2f} s each amortised "
                 f"(one grading run {row['mean_grading_seconds']:.1f} s, recording "
                 f"{row['recording_seconds_per_submission']:.3f} s; "
-                f"{row['full_marks']} at full marks; load average before {load:.2f})",
+                f"{row['full_marks']} at full marks; CPU {row['cpu_seconds_per_submission']:.2f} s "
+                f"per submission; load average before {load:.2f})",
                 flush=True,
             )
     first = rows[0]["submissions_per_minute"] if rows else 0
@@ -142,6 +147,14 @@ def main(argv: list[str] | None = None) -> int:
         bound = (grading + serial) / (grading / n + serial) if grading else 0
         print(f"bound from the serial part (recording) for {n} workers: {bound:.2f}x")
     return 0 if all(r["recorded"] == r["submissions"] for r in rows) else 1
+
+
+def _children_cpu() -> float:
+    """User and system CPU seconds of this process's finished children (and theirs)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _function(module: str, name: str) -> str:
