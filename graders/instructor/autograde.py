@@ -432,7 +432,7 @@ def autograde(
                     outcome.seconds = result["seconds"]
                     if result["error"]:
                         outcome.notes.append(result["error"])
-                    files, digest = submission_files(course, *job)
+                    _files, digest = submission_files(course, *job)
                     if digest[:16] != digests[job]:
                         outcome.notes.append("the submission changed while it was graded")
                         outcome.graded = False
