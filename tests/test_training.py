@@ -185,7 +185,9 @@ def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> 
 def test_run_on_embedded_corpus_ends_well_below_unigram_baseline(tmp_path: Path) -> None:
     """End to end on the course's own pages: the model learns far more than word frequencies.
 
-    The micro preset keeps this to a few minutes; `nox -s train` runs the tiny one.
+    Quality within a fixed budget of steps, whatever the machine's speed: 300 steps of 16
+    windows reach about 0.67 nats below the unigram baseline, and 0.4 is asked. The micro
+    preset keeps this to a couple of minutes on 2 cores; `nox -s train` runs the tiny one.
     """
     cfg = train.TrainConfig(
         preset="micro",
@@ -197,7 +199,7 @@ def test_run_on_embedded_corpus_ends_well_below_unigram_baseline(tmp_path: Path)
         lr=1e-2,
         min_lr=1e-3,
         dropout=0.0,
-        eval_every=100,
+        eval_every=300,  # once, at the end: the verdict needs no other
         checkpoint_every=300,
         sample_tokens=10,
         out=str(tmp_path / "run"),
