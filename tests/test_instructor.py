@@ -992,32 +992,30 @@ def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
             browser.close()
 
 
-def test_a_gradebook_from_another_course_is_refused_in_one_line(fake_class, tmp_path):
+def test_a_gradebook_from_another_course_is_refused_in_one_line(
+    fake_class, tmp_path, capsys, monkeypatch
+):
+    from graders.instructor.__main__ import main
+    from graders.instructor.course import GRADEBOOK_ENV
+
+    monkeypatch.setenv(GRADEBOOK_ENV, "")  # main sets it from --gradebook; restored after
     other = tmp_path / "other.db"
     shutil.copyfile(fake_class["course"].gradebook, other)
     db = sqlite3.connect(other)
     db.execute("UPDATE course SET id = 'ml-101' WHERE id = 'gpt-from-the-ground-up'")
     db.commit()
     db.close()
-    done = instructor(
-        fake_class["course"].root,
-        "autograde",
-        "--gradebook",
-        f"sqlite:///{other}",
-        "--no-feedback",
-        "--no-export",
-    )
-    assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "belongs to another course" in lines[0], done.stderr
-    assert "'ml-101'" in lines[0]
-    empty = instructor(
-        fake_class["course"].root, "autograde", "--gradebook", f"sqlite:///{tmp_path / 'new.db'}"
-    )
-    assert empty.returncode == 2
-    lines = empty.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"lesson {LESSON!r} is not in the gradebook" in lines[0], lines
-    assert "autograded" not in empty.stdout  # refused before grading anything
+    course = str(fake_class["course"].root)
+    for url, says in (
+        (f"sqlite:///{other}", "belongs to another course (course 'ml-101'"),
+        (f"sqlite:///{tmp_path / 'new.db'}", f"lesson {LESSON!r} is not in the gradebook"),
+    ):
+        status = main(["--course", course, "autograde", "--gradebook", url])
+        out, err = capsys.readouterr()
+        assert status == 2
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], err
+        assert "autograded" not in out  # refused before grading anything
 
 
 def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
@@ -1158,7 +1156,7 @@ def _kill_a_busy_worker(scheduler: str, killed: list, stop: threading.Event) -> 
 
 
 def test_cluster_autograde_on_postgresql_matches_one_process(
-    released_course, postgres, tmp_path_factory
+    released_course, postgres, tmp_path_factory, monkeypatch
 ):
     """The same class graded twice: in one process into SQLite, and on a local cluster of two
     worker processes into PostgreSQL, one worker SIGKILLed mid-grading. Same grades, every
@@ -1173,6 +1171,8 @@ def test_cluster_autograde_on_postgresql_matches_one_process(
     from graders.instructor.gradebook import HISTORY
 
     checks = list(_released_points(released_course))
+    for name in ("PYTHONSAFEPATH", "PYTHONPATH", "PATH"):  # api() sets the kernels' ones
+        monkeypatch.setenv(name, os.environ.get(name, ""))
     courses = {}
     for name, db in (("single", None), ("cluster", postgres())):
         root = tmp_path_factory.mktemp(name) / "course"
