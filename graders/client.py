@@ -1,8 +1,9 @@
 """The checker's side of the grading worker: start it, talk to it, restart it when it fails.
 
-Every lesson gets a fresh worker (the next one starts while the current lesson is graded, so
-the switch costs little), so that nothing one lesson's code does to its process (patching
-torch, say) reaches another lesson's checks. A call that times out, crashes the worker
+The worker starts once per grading run (Python and torch cost seconds) and never runs the
+student's code itself: it forks a fresh lesson process for every lesson (milliseconds), so
+that nothing one lesson's code does to its process (patching torch, say) reaches another
+lesson's checks. A call that times out, crashes the worker
 (``os._exit``, a segfault), prints too much or sends back something unreadable fails that one
 check: the worker is killed with its whole process group and a fresh one starts on the next
 call. A student's exception (``sys.exit`` included) is just an answer; the worker goes on.
@@ -35,6 +36,7 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -107,15 +109,22 @@ def _failed(detail: str, hint: str) -> CheckFailed:
 
 
 class _Process:
-    """One worker process: its pipes, its buffers, its greeting."""
+    """One worker: the process that forks lessons, the current lesson's socket, the buffers.
+
+    The worker (graders/worker.py, ``serve_lessons``) listens on a control socket; every
+    ``fork`` gives a fresh lesson process and its own socket, passed back over the control
+    socket. Requests and answers travel on the lesson's socket; the student's prints on the
+    worker's standard error.
+    """
 
     def __init__(self, command: list[str], source: bytes) -> None:
         self.workdir = tempfile.mkdtemp(prefix="grader-worker-")
+        self.control, theirs = socket.socketpair()
         try:
             self.popen = subprocess.Popen(
                 command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 cwd=self.workdir,
                 env=_environment(self.workdir),
@@ -124,12 +133,16 @@ class _Process:
             )
         except OSError as error:
             shutil.rmtree(self.workdir, ignore_errors=True)
+            self.control.close()
             raise WorkerUnavailable(f"cannot start the grading worker: {error}") from error
-        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
-            os.set_blocking(stream.fileno(), False)
+        finally:
+            theirs.close()
+        self.control.setblocking(False)
+        os.set_blocking(self.popen.stderr.fileno(), False)
+        self.channel = self.control  # until the first fork: the worker's greeting comes here
         self.ready = False
         self.alive = True
-        self.module: str | None = None  # the lesson module it was started for
+        self.lesson_used = False  # whether the current lesson process has run student code
         self.tail = bytearray()
         self.buffer = bytearray()
         self.pending = bytearray(protocol.FRAME.pack(len(source)) + source)
@@ -148,7 +161,7 @@ class _Process:
         except ProcessLookupError:
             pass
         proc.wait()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
+        for stream in (self.channel, self.control, proc.stderr):
             try:
                 stream.close()
             except OSError:
@@ -156,19 +169,71 @@ class _Process:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def await_ready(self, timeout: float) -> None:
+        """Wait for the worker's greeting, then for its first lesson process."""
         if self.ready:
             return
         try:
             answer = self.exchange(b"", timeout, what="starting the worker")
+            if not isinstance(answer, dict) or answer.get("ok") is not True:
+                self.kill()
+                raise WorkerUnavailable("the grading worker sent a malformed greeting")
+            self.fork(timeout)
         except CheckFailed as failure:
             raise WorkerUnavailable(
                 f"the grading worker did not start: {failure.detail}; its output:\n"
                 + self.tail.decode("utf-8", "replace")
             ) from None
-        if not isinstance(answer, dict) or answer.get("ok") is not True:
-            self.kill()
-            raise WorkerUnavailable("the grading worker sent a malformed greeting")
         self.ready = True
+
+    def fork(self, timeout: float) -> None:
+        """A fresh lesson process (the worker ends the previous one) and its socket."""
+        if self.channel is not self.control:
+            self.channel.close()
+        self.channel = self.control
+        self.buffer.clear()
+        self.pending.clear()
+        request = protocol.encode({"op": "fork"})
+        try:
+            self.control.setblocking(True)
+            self.control.settimeout(timeout)
+            self.control.sendall(protocol.FRAME.pack(len(request)) + request)
+            _, fds, _, _ = socket.recv_fds(self.control, 1, 1)
+        except OSError:  # socket.timeout included
+            raise self._died("forking a lesson process") from None
+        finally:
+            if self.alive:
+                self.control.setblocking(False)
+        if len(fds) != 1:
+            raise self._died("forking a lesson process")
+        self.channel = socket.socket(fileno=fds[0])
+        self.channel.setblocking(False)
+        self.lesson_used = False
+        answer = self.exchange(b"", timeout, what="starting a lesson process")
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            raise self._fail("the lesson process sent a malformed greeting", NOT_PLAIN)
+
+    def _lesson_status(self) -> int | None:
+        """The ended lesson process's exit code, from the worker (None if it cannot say)."""
+        request = protocol.encode({"op": "status"})
+        data = b""
+        try:
+            self.control.setblocking(True)
+            self.control.settimeout(5.0)
+            self.control.sendall(protocol.FRAME.pack(len(request)) + request)
+            while (
+                len(data) < protocol.FRAME.size
+                or len(data)
+                < protocol.FRAME.size + (protocol.FRAME.unpack(data[: protocol.FRAME.size])[0])
+            ):
+                chunk = self.control.recv(1 << 16)
+                if not chunk:
+                    return None
+                data += chunk
+            answer = protocol.decode(data[protocol.FRAME.size :])
+        except Exception:  # noqa: BLE001 - a worker that cannot answer: no status
+            return None
+        status = answer.get("status") if isinstance(answer, dict) else None
+        return status if isinstance(status, int) else None
 
     def _note_output(self, chunk: bytes) -> None:
         self.tail += chunk
@@ -180,38 +245,25 @@ class _Process:
         Any failure kills the process and raises CheckFailed with the harness's hint.
         """
         proc = self.popen
+        channel = self.channel
         if payload:
             self.pending += protocol.FRAME.pack(len(payload)) + payload
         deadline = time.monotonic() + timeout
         printed = 0
         selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ, "answer")
         selector.register(proc.stderr, selectors.EVENT_READ, "output")
-        writing = False
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending else 0)
+        selector.register(channel, events, "channel")
         try:
             while True:
-                if self.pending and not writing:
-                    selector.register(proc.stdin, selectors.EVENT_WRITE, "request")
-                    writing = True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._fail(
                         f"{what} did not finish within {timeout:g} s",
                         TIMED_OUT.format(seconds=timeout),
                     )
-                for key, _ in selector.select(min(remaining, 0.5)):
-                    if key.data == "request":
-                        try:
-                            sent = os.write(proc.stdin.fileno(), self.pending[: 1 << 16])
-                        except BlockingIOError:
-                            continue
-                        except OSError:  # BrokenPipeError: it is gone
-                            raise self._died(what) from None
-                        del self.pending[:sent]
-                        if not self.pending:
-                            selector.unregister(proc.stdin)
-                            writing = False
-                    elif key.data == "output":
+                for key, mask in selector.select(min(remaining, 0.5)):
+                    if key.data == "output":
                         chunk = _read(proc.stderr)
                         if chunk is None:
                             continue
@@ -225,10 +277,24 @@ class _Process:
                                 f"{what} printed more than {MAX_OUTPUT >> 20} MiB",
                                 TOO_MUCH_OUTPUT.format(mib=MAX_OUTPUT / (1 << 20)),
                             )
-                    else:
-                        chunk = _read(proc.stdout)
-                        if chunk is None:
+                        continue
+                    if mask & selectors.EVENT_WRITE and self.pending:
+                        try:
+                            sent = channel.send(self.pending[: 1 << 16])
+                        except BlockingIOError:
+                            sent = 0
+                        except OSError:  # BrokenPipeError: it is gone
+                            raise self._died(what) from None
+                        del self.pending[:sent]
+                        if not self.pending:
+                            selector.modify(channel, selectors.EVENT_READ, "channel")
+                    if mask & selectors.EVENT_READ:
+                        try:
+                            chunk = channel.recv(1 << 20)
+                        except BlockingIOError:
                             continue
+                        except OSError:
+                            chunk = b""
                         if not chunk:
                             raise self._died(what)
                         self.buffer += chunk
@@ -260,10 +326,14 @@ class _Process:
 
     def _died(self, what: str) -> CheckFailed:
         proc = self.popen
-        try:
-            code: int | None = proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            code = None
+        code: int | None = None
+        if self.channel is not self.control and proc.poll() is None:
+            code = self._lesson_status()  # the worker lives: ask it how the lesson ended
+        else:
+            try:
+                code = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
         while (chunk := _read(proc.stderr)) not in (None, b""):
             self._note_output(chunk)
         if code is None:
@@ -300,11 +370,11 @@ PROVIDED = Path(protocol.__file__).resolve().parents[1] / "gpt"
 
 
 class WorkerClient:
-    """The worker of one target package, fresh for every lesson; see the module docstring.
+    """The worker of one target package, with a fresh lesson process for every lesson; see
+    the module docstring.
 
-    A spare worker starts ahead of need: the next lesson's, and after a failure that killed
-    one, the replacement, so that code which crashes or hangs again and again costs little
-    more than its timeouts.
+    After a failure that killed a worker, a spare one is kept warm, so that code which crashes
+    or hangs again and again costs little more than its timeouts.
     """
 
     def __init__(
@@ -314,12 +384,10 @@ class WorkerClient:
         sandbox: bool = False,
         memory: int = DEFAULT_MEMORY,
         startup_timeout: float = STARTUP_TIMEOUT,
-        preload: dict[str, tuple[str, ...]] | None = None,
+        preload: tuple[str, ...] = (),
     ) -> None:
         self.target = Path(target).resolve()
-        # Slow first imports a lesson's worker does at startup, by lesson module.
-        self.preload = dict(preload or {})
-        self.module: str | None = None  # the lesson module the current worker is for
+        self.preload = preload  # slow first imports the worker does before any lesson
         self.sandbox = sandbox
         self.memory = memory
         self.startup_timeout = startup_timeout
@@ -328,14 +396,12 @@ class WorkerClient:
         self._answers = _dependency_answers()
         self._proc: _Process | None = None
         self._spare: _Process | None = None
-        self._used = False  # whether the current worker has run any of the student's code
         self.starts = 0  # worker processes started
         self.failures = 0  # workers lost to a timeout, crash, flood of output or bad answer
         self.imported: set[str] = set()
         self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
 
-    def command(self, module: str | None = None) -> list[str]:
-        preload = self.preload.get(module or "", ())
+    def command(self) -> list[str]:
         base = [
             sys.executable,
             "-I",
@@ -343,50 +409,36 @@ class WorkerClient:
             protocol.BOOTSTRAP,
             "--memory",
             str(self.memory),
-            *(arg for name in preload for arg in ("--preload", name)),
+            *(arg for name in self.preload for arg in ("--preload", name)),
             *(("--provided", str(PROVIDED)) if PROVIDED.is_dir() else ()),
             "--target",
             str(self.target),
         ]
         return worker_command(base, self.target, sandbox=self.sandbox)
 
-    def _spawn(self, module: str | None) -> _Process:
+    def _spawn(self) -> _Process:
         self.starts += 1
-        process = _Process(self.command(module), self._source)
-        process.module = module
-        return process
+        return _Process(self.command(), self._source)
 
-    def _take_spare(self) -> _Process:
-        spare, self._spare = self._spare, None
-        if spare is not None and spare.module == self.module:
-            return spare
-        if spare is not None:
-            spare.kill()
-        return self._spawn(self.module)
-
-    def start(self, module: str | None = None) -> None:
+    def start(self) -> None:
         """Have a worker starting (it imports torch meanwhile); no waiting."""
-        if module is not None:
-            self.module = module
         if self._proc is None or not self._proc.alive:
             if self._proc is not None:
                 self.failures += 1
-            self._proc = self._take_spare()
-            self._used = False
+            self._proc, self._spare = self._spare or self._spawn(), None
             self.imported.clear()
             if self.failures:
-                self._spare = self._spawn(self.module)
+                self._spare = self._spawn()
 
-    def fresh(self, module: str, next_module: str | None = None) -> None:
-        """A new worker for lesson ``module`` from here on, with the worker of ``next_module``
-        (the lesson after it, if any) starting behind it. A worker for the same module that
-        has run no student code yet is kept."""
-        current = self._proc
-        if current is not None and current.alive and (self._used or current.module != module):
-            current.kill()
-        self.start(module)
-        if next_module is not None and self._spare is None:
-            self._spare = self._spawn(next_module)
+    def fresh(self) -> None:
+        """A fresh lesson process from here on (a new lesson begins): nothing the previous
+        lesson's code did to its process reaches the next. Costs a fork, not a start."""
+        proc = self._proc
+        if proc is None or not proc.alive or not proc.ready or not proc.lesson_used:
+            self.start()  # a new worker's first lesson process is fresh already
+            return
+        self.imported.clear()
+        proc.fork(self.startup_timeout)
 
     def _ready(self) -> _Process:
         self.start()
@@ -412,7 +464,7 @@ class WorkerClient:
         While it runs, the proxies of ``function``'s dependencies may ask questions; they are
         answered here, within the same time limit."""
         proc = self._ready()
-        self._used = True
+        proc.lesson_used = True
         deadline = time.monotonic() + timeout
         if self._answers is not None:
             self._answers.allow(function)

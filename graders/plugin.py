@@ -195,9 +195,7 @@ class GradingPlugin:
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         try:
-            first = next(iter(self.lessons.values()), None)
-            # Python and torch load in the worker while pytest collects
-            self.client.start(first.module if first is not None else None)
+            self.client.start()  # Python and torch load in the worker while pytest collects
         except WorkerUnavailable as error:
             self.errors.append(str(error))
 
@@ -266,12 +264,10 @@ class GradingPlugin:
         lesson = self.lessons[check.lesson]
         timeout = check.timeout * self.timeout_scale
         if check.lesson != self._lesson_now:
-            # Every lesson in a fresh worker: what one lesson's code did to its process
+            # Every lesson in a fresh process: what one lesson's code did to its process
             # (a patched torch, say) cannot reach another lesson's checks.
             self._lesson_now = check.lesson
-            order = list(self.lessons)
-            later = order[order.index(check.lesson) + 1 :]
-            self.client.fresh(lesson.module, self.lessons[later[0]].module if later else None)
+            self.client.fresh()
         try:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:

@@ -11,7 +11,8 @@ verdict. A function that builds on others of its module gets *proxies* for them,
 checker (see DEPENDENCIES); the checker judges every answer in its own process.
 
 This file runs standalone. ``graders.client`` starts ``python -I -c BOOTSTRAP --target DIR ...``
-(a fresh process for every lesson) and sends this file's source on standard input, so the
+with a Unix socket as standard input and sends this file's source there; the process then forks
+a fresh lesson process, with a socket of its own, for every lesson (``serve_lessons``), so the
 worker needs no file of the grader tree (a sandbox shows it none) and imports only the standard
 library, torch and regex. The checker imports this module as well, for the pieces both sides
 share: the framing, the toy model and the scenarios. It holds no solution of any exercise: it
@@ -734,9 +735,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--preload", action="append", default=[], metavar="MODULE")
     parser.add_argument("--provided", default=None, metavar="DIR")
     args = parser.parse_args(argv)
-    # The protocol moves to private descriptors; the student's prints go to standard error
-    # (which the checker drains and caps) and input() reads nothing.
-    requests, answers = os.dup(0), os.dup(1)
+    # Standard input is a Unix socket to the checker (the control channel); it moves to a
+    # private descriptor. The student's prints go to standard error (which the checker drains
+    # and caps) and input() reads nothing.
+    control = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -751,10 +753,93 @@ def main(argv: list[str]) -> None:
         provide(args.provided)
     for module in args.preload:  # slow first imports, done before any call is timed
         importlib.import_module(module)
-    worker = Worker(args.target, requests, answers)
-    write_frame(answers, encode({"ok": True, "pid": os.getpid()}))
+    write_frame(control, encode({"ok": True, "pid": os.getpid()}))
+    serve_lessons(control, args.target)
+
+
+def serve_lessons(control: int, target: str) -> None:
+    """Fork a fresh lesson process for every ``{"op": "fork"}`` on the control channel.
+
+    This process has imported torch but never runs the student's code, so every lesson starts
+    from the same clean state in milliseconds. A lesson process gets a socket of its own
+    (passed to the checker over the control channel) and no access to the control channel;
+    the next fork, or the end of the control channel, kills it and everything it started.
+    """
+    import socket
+
+    channel = socket.socket(fileno=os.dup(control))
+    lesson: int | None = None
     while True:
-        frame = read_frame(requests)
+        frame = read_frame(control)
+        if frame is None:
+            if lesson is not None:
+                _reap(lesson)
+            return
+        if decode(frame).get("op") == "status":  # the lesson's channel closed: how it ended
+            write_frame(control, encode({"status": None if lesson is None else _ended(lesson)}))
+            lesson = None
+            continue
+        if lesson is not None:
+            _reap(lesson)
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the lesson process
+            try:
+                os.close(control)
+                channel.close()
+                ours.close()
+                serve(theirs.detach(), target)
+            finally:
+                os._exit(0)
+        theirs.close()
+        socket.send_fds(channel, [b"L"], [ours.fileno()])
+        ours.close()
+        lesson = pid
+
+
+def _ended(pid: int) -> int | None:
+    """The lesson process's exit code (negative: the signal), or None if it had not ended
+    within a second (it closed its socket and went on: it is killed)."""
+    import time
+
+    for _ in range(20):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    _reap(pid)
+    return None
+
+
+def _reap(pid: int) -> None:
+    import signal
+
+    for kill in (os.killpg, os.kill):  # its process group, then itself
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def serve(fd: int, target: str) -> None:
+    """One lesson: import the student's code and answer requests on ``fd`` until it closes."""
+    os.setpgid(0, 0)  # its own group: the next fork kills whatever this one started
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: fork clears it
+    worker = Worker(target, fd, fd)
+    write_frame(fd, encode({"ok": True, "pid": os.getpid()}))
+    while True:
+        frame = read_frame(fd)
         if frame is None:
             return
         try:
@@ -765,7 +850,7 @@ def main(argv: list[str]) -> None:
             sys.stdout.flush()
         except Exception:  # noqa: BLE001 - the student may have closed or replaced it
             pass
-        write_frame(answers, encode(answer))
+        write_frame(fd, encode(answer))
 
 
 if __name__ == "__main__":  # pragma: no cover - started through BOOTSTRAP instead
