@@ -83,22 +83,18 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self,
-        x: Tensor,
-        mask: Tensor | None = None,
-        attention_fn: AttentionFn | None = None,
-        causal_mask: Callable[[int], Tensor] | None = None,
+        self, x: Tensor, mask: Tensor | None = None, attention_fn: AttentionFn | None = None
     ) -> Tensor:
-        """x: [B, T, C]; mask: bool [B, 1, T, T] (True = may attend) or None for causal.
+        """x: [B, T, C]; mask: bool [B, 1, T, T] or [T, T] (True = may attend), None for causal.
 
-        With ``attention_fn`` (a lesson's attention), ``causal_mask(T)`` makes the causal mask.
+        ``attention_fn`` (a lesson's attention) is always given a mask.
         """
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         # [B, T, C] -> [B, n_head, T, head_dim]
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         if attention_fn is not None:
-            y = attention_fn(q, k, v, causal_mask(T).to(x.device) if mask is None else mask)
+            y = attention_fn(q, k, v, mask)
         else:
             p = self.dropout if self.training else 0.0
             y = F.scaled_dot_product_attention(
@@ -133,13 +129,9 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(
-        self,
-        x: Tensor,
-        mask: Tensor | None = None,
-        attention_fn: AttentionFn | None = None,
-        causal_mask: Callable[[int], Tensor] | None = None,
+        self, x: Tensor, mask: Tensor | None = None, attention_fn: AttentionFn | None = None
     ) -> Tensor:
-        x = x + self.attn(self.ln_1(x), mask, attention_fn, causal_mask)
+        x = x + self.attn(self.ln_1(x), mask, attention_fn)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -218,9 +210,11 @@ class GPT(nn.Module):
         else:
             x = x + embeddings.lookup(wpe, packing.position_ids(doc_ids))
             mask = packing.document_mask(doc_ids).unsqueeze(1)  # [B, 1, T, T]: every head
+        if mask is None and self.attention_fn is not None:  # the lesson's attention wants one
+            mask = self.lessons.attention.causal_mask(ids.shape[1]).to(ids.device)
         x = self.transformer.drop(x)
         for block in self.transformer.h:
-            x = block(x, mask, self.attention_fn, self.lessons.attention.causal_mask)
+            x = block(x, mask, self.attention_fn)
         x = self.transformer.ln_f(x)
         if targets is None:
             return self.lm_head(x)
