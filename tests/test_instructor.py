@@ -236,6 +236,7 @@ def test_sandbox_isolates_the_worker(tmp_path, listener):
         "dev",
         "tmp",
         "home",
+        "opt",  # /opt/course/gpt: the provided package, read-only (graders/sandbox.py)
         *_python_tops(),
     }
 
