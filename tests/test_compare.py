@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test trains twice in a subprocess
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -25,6 +25,7 @@ from gpt import distributed
 from gpt.model import GPT, GPTConfig
 from solutions import training
 
+pytestmark = pytest.mark.slow  # torchrun starts processes that train
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-5
 

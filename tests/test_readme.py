@@ -118,6 +118,7 @@ def test_skipped_commands_still_name_real_things(command: str) -> None:
             assert (ROOT / words[1]).is_file(), command
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c not in SKIPPED])
 def test_command_works_as_written(command: str, tmp_path: Path) -> None:
     done = subprocess.run(

@@ -101,6 +101,7 @@ def test_interrupted_and_resumed_run_gives_the_same_losses(
     assert _losses(Path(resumed.out)) == _losses(Path(straight.out))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_with_one_line_and_a_checkpoint_then_resumes(
     tmp_path: Path, small_corpus: Path
 ) -> None:
@@ -159,6 +160,7 @@ def test_resume_refuses_changed_settings(tmp_path: Path, small_corpus: Path) -> 
     assert len(_losses(Path(cfg.out))) == 5 and report["steps"] == 5
 
 
+@pytest.mark.slow
 def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> None:
     cfg = _config(
         tmp_path,
