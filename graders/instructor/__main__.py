@@ -126,12 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         from .course import GRADEBOOK_ENV
 
         os.environ[GRADEBOOK_ENV] = args.gradebook  # nbgrader's own steps read it too
-    from .course import Course, GradebookError
+    from .course import Course, SetupError
 
     course = Course.at(args.course)
     try:
         return run(args, course)
-    except GradebookError as error:
+    except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -315,10 +315,26 @@ class Engine:
         if self.kind == "dask":
             import logging
 
-            from distributed import Client, LocalCluster
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:
+                from .course import SetupError
+
+                raise SetupError(
+                    "Dask distributed is not installed: install the grading extra "
+                    "(pip install -e '.[grading]') or grade with --engine threads"
+                ) from None
 
             if self.scheduler:
-                self.client = Client(self.scheduler, timeout=30)
+                try:
+                    self.client = Client(self.scheduler, timeout=30)
+                except (OSError, TimeoutError, ValueError) as error:
+                    from .course import SetupError
+
+                    raise SetupError(
+                        f"cannot reach the Dask scheduler {self.scheduler} ({_one_line(error)}): "
+                        "start it (`dask scheduler`) or grade here without --scheduler"
+                    ) from None
             else:
                 self.cluster = LocalCluster(
                     n_workers=self.workers,

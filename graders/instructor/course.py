@@ -104,8 +104,12 @@ class Course:
         )
 
 
-class GradebookError(Exception):
-    """The gradebook cannot be used for this course (one line, naming the fix)."""
+class SetupError(Exception):
+    """The command cannot run as set up (one line, naming the fix)."""
+
+
+class GradebookError(SetupError):
+    """The gradebook cannot be used for this course."""
 
 
 def check_gradebook(course: Course, lessons: list[str], required: Iterable[str] = ()) -> None:
