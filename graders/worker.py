@@ -194,7 +194,7 @@ def make_proxies(ask: Callable[[str, Any], Any]) -> dict[str, Any]:
         for param, grad in zip(model.parameters(), grads, strict=True):
             param.grad = grad
         optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()  # gradients back to None (the default since torch 2.0)
         return loss
 
     def evaluate(model: nn.Module, batches: Any) -> float:
