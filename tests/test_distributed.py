@@ -162,6 +162,7 @@ def test_each_rank_trains_on_its_own_rows_of_every_batch(
     monkeypatch.setattr(distributed, "SyncOnLastMicroBatch", lambda model, device: model)
     monkeypatch.setattr(distributed, "mean", lambda value, world, device: value)
     monkeypatch.setattr(distributed, "gather", lambda value, world: [value] * world.size)
+    monkeypatch.setattr(distributed, "any_rank", lambda flag, world, device: flag)
     cfg = train.TrainConfig(
         preset="micro", corpus=str(corpus), steps=2, warmup_steps=1, batch_size=4,
         grad_accum=2, context_length=16, stride=16, eval_batches=1, sample_tokens=1,
