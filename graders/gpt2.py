@@ -8,13 +8,13 @@ that a student release checks the very inputs its answers were recorded for.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
+
+# The provided package's vocabulary loader (gpt/ ships beside graders/ in the release too).
+from gpt.vocab import EOT_ID, GPT2_PATTERN, VocabularyNotFound, gpt2_encoding, ranks_path
 
 from .answers import recorded
 from .checking import GraderUnavailable
@@ -22,43 +22,21 @@ from .checking import GraderUnavailable
 if TYPE_CHECKING:
     import tiktoken
 
-EOT_ID = 50256
-EOT_TEXT = "<|endoftext|>"
-# GPT-2's pre-tokenization pattern, as COURSE.md and the tokens lesson give it.
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-
-
-def gpt2_ranks_file() -> Path | None:
-    """GPT-2's merge ranks on this machine: $GPT2_TIKTOKEN, or the openai-whisper sdist's copy."""
-    override = os.environ.get("GPT2_TIKTOKEN")
-    if override:
-        return Path(override) if Path(override).is_file() else None
-    try:
-        dist = importlib.metadata.distribution("openai-whisper")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    path = Path(str(dist.locate_file("whisper/assets/gpt2.tiktoken")))
-    return path if path.is_file() else None
+__all__ = ["EOT_ID", "GPT2_PATTERN", "gpt2"]
 
 
 @functools.cache
 def gpt2() -> tiktoken.Encoding:
-    """tiktoken's GPT-2 encoding, built offline from the ranks file."""
-    import tiktoken
-    import tiktoken.load
-
-    path = gpt2_ranks_file()
-    if path is None:
+    """tiktoken's GPT-2 encoding, built offline from the ranks file (never downloaded here)."""
+    try:
+        if ranks_path() is None:
+            raise VocabularyNotFound("no gpt2.tiktoken")
+        return gpt2_encoding()
+    except VocabularyNotFound:
         raise GraderUnavailable(
             "GPT-2's vocabulary is not installed, so the tokens lesson cannot be graded: "
             "pip install --no-deps openai-whisper==20250625 (or set GPT2_TIKTOKEN)"
-        )
-    return tiktoken.Encoding(
-        name="gpt2-offline",
-        pat_str=GPT2_PATTERN,
-        mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
-        special_tokens={EOT_TEXT: EOT_ID},
-    )
+        ) from None
 
 
 def sub_ranks(piece: bytes, ranks: dict[bytes, int]) -> dict[bytes, int]:
