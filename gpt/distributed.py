@@ -100,6 +100,9 @@ def process_group(world: World, device: torch.device) -> Iterator[None]:
     )
     try:
         yield
+        # Leave together: rank 0 still reports and samples after the last step, and gloo
+        # aborts a process whose peer tears its connections down first.
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

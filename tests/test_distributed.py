@@ -12,7 +12,6 @@ import dataclasses
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -39,12 +38,6 @@ FLAGS = [
 ]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env.update(MASTER_ADDR="127.0.0.1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
@@ -57,9 +50,10 @@ def _train(corpus: Path, out: Path, steps: int, nproc: int = 1) -> subprocess.Co
     args = ["-m", "gpt.train", *FLAGS, "--corpus", str(corpus), "--out", str(out)]
     args += ["--steps", str(steps)]
     if nproc > 1:
+        # --standalone: torchrun binds a free port itself (a port picked here and released
+        # could be taken by another process before torchrun binds it).
         launcher = [
-            "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(nproc),
-            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
+            "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
         ]  # fmt: skip
         args = launcher + args
     done = subprocess.run(

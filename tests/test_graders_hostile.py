@@ -171,11 +171,13 @@ LESSONS = ["embeddings", "windows", "attention", "objective", "packing", "genera
 
 
 def grader_tree(directory: Path) -> Path:
-    """A copy of the parts of the project that grade: graders/ and the manifest."""
+    """A copy of the parts of the project that grade: graders/, the provided gpt/ (GPT-2's
+    vocabulary loader) and the manifest."""
     tree = directory / "tree"
-    shutil.copytree(
-        ROOT / "graders", tree / "graders", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for package in ("graders", "gpt"):
+        shutil.copytree(
+            ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     (tree / "course").mkdir(parents=True)
     shutil.copy(ROOT / "course" / "lessons.toml", tree / "course" / "lessons.toml")
     return tree
