@@ -168,8 +168,11 @@ def course(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The project's own test suite (pytest); pass pytest options after `--`."""
-    run(session, "dev", "-m", "pytest", *session.posargs)
+    """The project's own test suite (pytest); pass pytest options after `--`.
+
+    Test files run in parallel, one file per process at a time (so a file's module fixtures
+    are built once): `-- -n 0` runs them one after another."""
+    run(session, "dev", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 
 @nox.session(venv_backend="none")
