@@ -83,6 +83,21 @@ def rounds(variants: list[Variant]) -> list[list[Variant]]:
     return groups
 
 
+def assert_hints_name_the_mistake(variant: Variant, failed: list[dict]) -> None:
+    """A wrong variant's failed checks: one names its mistake (``hint``), none names a mistake
+    it did not make (``not_hint``)."""
+    hints = [c["hint"] or "" for c in failed]
+    shown = "; ".join(f"{c['id']}: {c['hint']} [{c['detail']}]" for c in failed)
+    if variant.hint is not None:
+        assert any(variant.hint in hint for hint in hints), (
+            f"{variant.id}: no failed check names the mistake ({variant.hint!r}); {shown}"
+        )
+    if variant.not_hint is not None:  # a hint names only a mistake the student made
+        assert not any(variant.not_hint in hint for hint in hints), (
+            f"{variant.id}: a hint names a mistake it did not make ({variant.not_hint!r}); {shown}"
+        )
+
+
 def V(  # noqa: N802
     module: str,
     name: str,

@@ -10,7 +10,6 @@ block, grades, and watches the progress page follow. Screenshots go to build/scr
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import socket
@@ -22,30 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mini_site import build_mini_site
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHAPTER = "chapters/03-windows/"
-LINKED = ["course", "site", "solutions", "exercises", "graders", "gpt", "pyproject.toml"]
-MINI_CONFIG = """\
-INHERIT: mkdocs.yml
-site_dir: out
-exclude_docs: |
-  *.toml
-  __pycache__/
-  chapters/0[12456789]-*.md
-  primer.md
-  glossary.md
-  faq.md
-validation:
-  links:
-    not_found: info
-nav:
-  - Home: index.md
-  - 3. Training pairs: chapters/03-windows.md
-  - Your progress: progress.md
-"""
 
 pytest.importorskip("jupyter_server", reason="the course server needs jupyter_server")
 
@@ -122,21 +103,10 @@ def course(tmp_path_factory) -> Iterator[dict]:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is absent (install it with `apt-get install -y chromium`)")
     base = tmp_path_factory.mktemp("run-cells")
-    mini = base / "mini"
-    mini.mkdir()
-    for name in LINKED + ["mkdocs.yml"]:
-        if (ROOT / name).exists():
-            (mini / name).symlink_to(ROOT / name)
-    (mini / "test.yml").write_text(MINI_CONFIG)
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", "test.yml"],
-        cwd=mini,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    site = build_mini_site(
+        base / "mini",
+        {"3. Training pairs": "chapters/03-windows.md", "Your progress": "progress.md"},
     )
-    assert built.returncode == 0, built.stderr[-5000:]
     mine = _student_package(base)
     report = base / "report.json"
     port, token = _free_port(), "test-token"
@@ -146,7 +116,7 @@ def course(tmp_path_factory) -> Iterator[dict]:
             "-m",
             "graders.course_server",
             "--site",
-            str(mini / "out"),
+            str(site),
             "--port",
             str(port),
             "--token",

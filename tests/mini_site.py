@@ -1,0 +1,55 @@
+"""A small build of the course site for tests: a few pages, the real hooks, in seconds.
+
+The build runs in a folder of links to the repository with a config that inherits mkdocs.yml
+(``INHERIT``) and leaves out every page but the chosen ones, so what the tests see is what
+the full site shows on those pages.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINKED = ["course", "site", "solutions", "exercises", "graders", "gpt", "pyproject.toml"]
+
+
+def build_mini_site(
+    directory: Path, nav: dict[str, str], env: dict[str, str] | None = None
+) -> Path:
+    """Build the home page and ``nav`` (title -> page under course/) into ``directory``/out.
+
+    Returns that folder; a failed build fails the calling test with mkdocs' own message.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in [*LINKED, "mkdocs.yml"]:
+        (directory / name).symlink_to(ROOT / name)
+    pages = {"index.md", *nav.values()}
+    left_out = sorted(
+        p.relative_to(ROOT / "course").as_posix()
+        for p in (ROOT / "course").rglob("*.md")
+        if p.relative_to(ROOT / "course").as_posix() not in pages
+    )
+    config = [
+        "INHERIT: mkdocs.yml",
+        "site_dir: out",
+        "exclude_docs: |",
+        "  *.toml",
+        "  __pycache__/",
+    ]
+    config += [f"  {page}" for page in left_out]
+    config += ["validation:", "  links:", "    not_found: info", "nav:", "  - Home: index.md"]
+    config += [f"  - {title}: {page}" for title, page in nav.items()]
+    (directory / "test.yml").write_text("\n".join(config) + "\n")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", "test.yml"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1", **(env or {})),
+    )
+    assert built.returncode == 0, built.stderr[-5000:]
+    return directory / "out"
