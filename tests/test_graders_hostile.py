@@ -411,6 +411,28 @@ def test_by_hand_rule_holds_against_every_binding(binding_reports, binding):
     assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
 
 
+@pytest.mark.parametrize("binding", ["default-argument", "name-built-at-run-time"])
+def test_by_hand_rule_holds_in_the_sandbox(tmp_path, binding):
+    """What autograde runs: the code is read in the checker, the watch runs in the sandbox."""
+    import graders
+
+    if shutil.which("bwrap") is None:
+        pytest.fail("bubblewrap is not installed (apt-get install bubblewrap): no sandbox")
+    target = build_target(tmp_path)
+    (target / "objective.py").write_text(_module_with(BINDINGS[binding]))
+    report = graders.grade(
+        target,
+        lessons=["objective"],
+        hidden=True,
+        sandbox=True,
+        functions=["cross_entropy"],
+        json_path=tmp_path / "r.json",
+    )
+    checks = report["lessons"][0]["checks"]
+    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
+    assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+
+
 def test_by_hand_rule_keeps_a_correct_cross_entropy_that_lm_loss_shares_a_module_with(tmp_path):
     """The rule covers cross_entropy's code only: lm_loss calling F.cross_entropy is allowed,
     and so is a docstring that names what not to call."""
