@@ -22,7 +22,6 @@ import hashlib
 import http.client
 import os
 import re
-import tempfile
 import tomllib
 import urllib.error
 import urllib.request
@@ -30,6 +29,8 @@ import warnings
 from pathlib import Path
 
 import platformdirs
+
+from .atomic import atomic_write_bytes
 
 __all__ = [
     "CACHE_ENV",
@@ -223,7 +224,7 @@ def _read_cache(path: Path, sha256: str) -> str | None:
     if _sha256(text) != sha256:
         return None
     try:
-        _write_atomically(path, text.encode("utf-8"))
+        atomic_write_bytes(path, text.encode("utf-8"))
     except OSError:
         pass  # the text is right; the cache just stays in its raw form
     return text
@@ -277,39 +278,6 @@ def _download(url: str, timeout: float, cache_path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one.
-
-    The bytes go to a temporary file in the same directory, are flushed and fsynced, and the
-    file is renamed over ``path`` with ``os.replace``. On any failure the temporary file is
-    removed and ``path`` is left as it was.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    try:  # make the rename itself durable where the platform allows it
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 def _load_time_machine(
     url: str | None,
     cache_dir: str | os.PathLike[str] | None,
@@ -340,7 +308,7 @@ def _load_time_machine(
             f"{_supply_hint(cache_path)}"
         )
     try:
-        _write_atomically(cache_path, text.encode("utf-8"))
+        atomic_write_bytes(cache_path, text.encode("utf-8"))
     except OSError as error:  # the text is good; only the cache is lost
         warnings.warn(
             f"could not cache The Time Machine at {cache_path} ({error}); it will be "

@@ -38,7 +38,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
-from .checkpoint import atomic_write
+from .atomic import atomic_write
 from .lessons import Lessons, load
 from .model import GPT, GPTConfig
 

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from . import checkpoint, data, distributed
+from .atomic import atomic_write
 from .corpus import CorpusError, load_corpus
 from .lessons import Lessons, LessonsError, load
 from .model import GPT, PRESETS, preset
@@ -283,9 +284,7 @@ def plot_losses(records: list[dict], path: Path, baseline: float | None = None) 
     if baseline is not None:
         ax.axhline(baseline, color="grey", ls=":", label="unigram baseline")
     ax.legend()
-    checkpoint.atomic_write(
-        path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight")
-    )
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight"))
     plt.close(fig)
 
 
@@ -379,7 +378,7 @@ def _train(
     if world.is_main:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
-        checkpoint.atomic_write(
+        atomic_write(
             out / METRICS,
             lambda f: f.write("".join(json.dumps(r) + "\n" for r in records).encode()),
         )

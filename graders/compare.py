@@ -119,7 +119,7 @@ def plot(reference: list[float], yours: list[float], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpt.checkpoint import atomic_write
+    from gpt.atomic import atomic_write
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(reference, label="reference", lw=2, alpha=0.6)

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from gpt.atomic import atomic_write_bytes
 
 from .hints import NOT_IMPLEMENTED
 from .manifest import ROOT, Check, Lesson, site_url
@@ -145,21 +146,7 @@ class Report:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON so that readers see the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
 
 
 # --------------------------------------------------------------------------------------------
