@@ -37,6 +37,7 @@ This module needs only the standard library, so the site can import it cheaply.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -202,16 +203,30 @@ def site_url(page: str, section: str | None = None) -> str:
 
 
 def load_manifest(path: Path | str | None = None) -> Manifest:
-    """Read and validate the manifest (default: course/lessons.toml)."""
+    """Read and validate the manifest (default: course/lessons.toml).
+
+    The manifest is immutable, so a file read once is not parsed again while it is unchanged
+    (same size and modification time): autograde asks for it per submission, and parsing
+    costs about 15 ms."""
     path = Path(path) if path is not None else MANIFEST
     try:
         with open(path, "rb") as f:
+            stat = os.fstat(f.fileno())
+            key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+            if key in _LOADED:
+                return _LOADED[key]
             data = tomllib.load(f)
     except FileNotFoundError:
         raise ManifestError(f"{path}: no such file (the lesson manifest)") from None
     except tomllib.TOMLDecodeError as error:
         raise ManifestError(f"{path}: not valid TOML: {error}") from None
-    return parse_manifest(data, source=str(path), path=path)
+    manifest = parse_manifest(data, source=str(path), path=path)
+    _LOADED.clear()  # one manifest is in use at a time; keep only the latest
+    _LOADED[key] = manifest
+    return manifest
+
+
+_LOADED: dict[tuple[str, int, int], Manifest] = {}
 
 
 def parse_manifest(

@@ -3,8 +3,9 @@
 Two stages, overlapped:
 
 1. *Grading* (parallel; no gradebook access): every submission ``submitted/STUDENT/LESSON/``
-   becomes one task, :func:`grade_files`: the package as graded (:func:`notebook.student_files`:
-   the released package with the student's lesson module), sent as bytes, is written to a
+   becomes one task, :func:`.grading.grade_files` (a module light on imports, for the
+   workers): the package as graded (:func:`notebook.student_files`: the released package
+   with the student's lesson module), sent as bytes, is written to a
    private temporary folder on the worker and graded by the harness, ``python -m graders
    LESSON --target ... --hidden --sandbox --json ...``, in a process of its own with a
    wall-clock limit. The task returns the harness's report (complete, or as far as it got).
@@ -31,28 +32,23 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.manifest import ROOT, load_manifest
+from graders.manifest import load_manifest
 from graders.report import write_json_atomic
 
 from .course import PACKAGE, Course, api
 from .gradebook import Graded, Recorder
+from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
 from .notebook import fingerprint, student_files
 
-DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
-ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")  # what nbgrader and file names accept
 
 
@@ -102,94 +98,6 @@ def submission_files(
     return {rel: path.read_bytes() for rel, path in paths.items()}, fingerprint(paths)
 
 
-def grade_files(
-    lesson: str,
-    files: dict[str, bytes],
-    *,
-    sandbox: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> dict[str, Any]:
-    """Grade one submission's package with the harness (public and hidden checks) in a process
-    of its own; runs on a cluster worker. Returns ``{"report", "error", "seconds", "log"}``."""
-    started = time.monotonic()
-    error, report, output = None, None, b""
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        target = Path(tmp) / PACKAGE
-        for rel, data in files.items():
-            path = target / rel
-            if ".." in Path(rel).parts or path.is_symlink():
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        for root, _dirs, names in os.walk(tmp):  # readable by the sandbox's own user
-            os.chmod(root, 0o755)
-            for name in names:
-                os.chmod(Path(root) / name, 0o644)
-        report_path = Path(tmp) / "report.json"
-        command = [
-            sys.executable,
-            "-m",
-            "graders",
-            lesson,
-            "--target",
-            str(target),
-            "--hidden",
-            "--json",
-            str(report_path),
-        ] + (["--sandbox"] if sandbox else [])
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH",)}
-        env["PYTHONPATH"] = str(ROOT)
-        for _attempt in range(ATTEMPTS):
-            error, report = None, None
-            try:
-                proc = subprocess.run(
-                    command,
-                    cwd=ROOT,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    timeout=timeout,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent,
-                )
-                output += proc.stdout[-(1 << 20) :]
-                if proc.returncode != 0:
-                    error = f"the grading run exited with status {proc.returncode}"
-            except subprocess.TimeoutExpired as expired:
-                output += (expired.stdout or b"")[-(1 << 20) :]
-                error = f"the grading run took longer than {timeout:g} s and was stopped"
-            try:
-                report = json.loads(report_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                report = None
-            # A run that graded nothing failed for reasons of its own (the worker could not
-            # start, the machine was out of memory): that is not the student's doing.
-            if error is None or "took longer" in error or _graded_any(report):
-                break
-    if report is None:
-        error = error or "the grading run left no report"
-        report = {"lessons": [], "points": 0, "max_points": 0, "complete": False}
-    return {
-        "report": report,
-        "error": error,
-        "seconds": round(time.monotonic() - started, 2),
-        "log": output.decode("utf-8", "replace"),
-    }
-
-
-def _die_with_parent() -> None:
-    """The grading run ends with the process that started it (a cluster worker killed
-    mid-task leaves no orphan grading on): PR_SET_PDEATHSIG, Linux only."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-    except Exception:  # noqa: BLE001 - elsewhere the run simply outlives a killed worker
-        pass
-
-
 def save_result(
     results: Path, student: str, lesson: str, digest: str, graded: dict[str, Any]
 ) -> dict[str, Any]:
@@ -224,11 +132,6 @@ def grade_one(
     files, digest = submission_files(course, student, lesson, submission)
     graded = grade_files(lesson, files, sandbox=sandbox, timeout=timeout)
     return save_result(results or course.results, student, lesson, digest, graded)
-
-
-def _graded_any(report: dict | None) -> bool:
-    rows = [row for lesson in (report or {}).get("lessons", []) for row in lesson["checks"]]
-    return any(row.get("passed") or row.get("detail") != "not graded" for row in rows)
 
 
 # -- stage 2: recording, and the whole run -------------------------------------------------------
@@ -444,7 +347,7 @@ def autograde(
                     if error is not None:
                         outcome.notes.append(f"grading failed: {_one_line(error)}")
                         continue
-                    outcome.graded = _graded_any(result["report"])
+                    outcome.graded = graded_any(result["report"])
                     outcome.seconds = result["seconds"]
                     if result["error"]:
                         outcome.notes.append(result["error"])
