@@ -15,6 +15,11 @@ per submission (amortised), the speed-up of each worker count over the first, an
 machine's load average before each run (the machine may be shared: a loaded one gives less
 speed-up), and the CPU seconds a submission costs (what a quiet machine's cores divide);
 writes build/bench/autograde_throughput.json.
+
+Each worker count is timed ``--repeat`` times (default 2), the counts taking turns (1, 2, 1,
+2, ...) so that a slow spell of a shared machine falls on both; every run is printed, and the
+table and the ratio use each count's fastest run, as ``timeit`` does: the run least disturbed
+by other work on the machine is the closest to what the code costs.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lesson", default="embeddings")
     parser.add_argument("--submissions", type=int, default=20)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=2, help="runs per worker count (best kept)")
     parser.add_argument("--engine", choices=["dask", "threads"], default="dask")
     parser.add_argument("--no-sandbox", dest="sandbox", action="store_false")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "bench")
@@ -66,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             if i % 3 == 2:  # one in three leaves a function unimplemented
                 module += "\n" + _function(stub, lesson.functions[i % len(lesson.functions)])
             (dest / "exercises" / f"{lesson.module}.py").write_text(module)
-        for workers in args.workers:
-            course = Course.at(Path(tmp) / f"run-{workers}")
+        runs = [(n, workers) for n in range(max(1, args.repeat)) for workers in args.workers]
+        for run, workers in runs:
+            course = Course.at(Path(tmp) / f"run-{run}-{workers}")
             shutil.copytree(base.root, course.root)
             load = os.getloadavg()[0]
             cpu = _children_cpu()
@@ -86,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(
                 {
                     "workers": workers,
+                    "run": run + 1,
                     "submissions": len(outcomes),
                     "recorded": len(recorded),
                     "full_marks": sum(o.points == o.max_points for o in recorded),
@@ -104,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             row = rows[-1]
             print(
-                f"{workers} worker(s): {len(recorded)} submissions in {seconds:.1f} s = "
+                f"run {run + 1}, {workers} worker(s): "
+                f"{len(recorded)} submissions in {seconds:.1f} s = "
                 f"{row['submissions_per_minute']:.2f} per minute, "
                 f"{row['seconds_per_submission']:.2f} s each amortised "
                 f"(one grading run {row['mean_grading_seconds']:.1f} s, recording "
@@ -113,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"per submission; load average before {load:.2f})",
                 flush=True,
             )
-    first = rows[0]["submissions_per_minute"] if rows else 0
+    best = [
+        max((r for r in rows if r["workers"] == workers), key=lambda r: r["submissions_per_minute"])
+        for workers in args.workers
+    ]
+    first = best[0]["submissions_per_minute"] if best else 0
     for row in rows:
         row["speedup"] = round(row["submissions_per_minute"] / first, 2) if first else None
     result = {
@@ -123,10 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         "release_seconds": round(release_seconds, 1),
         "cpus": os.cpu_count(),
         "machine": platform.platform(),
-        "rows": rows,
+        "runs": rows,
+        "rows": best,
     }
+    ok = all(r["recorded"] == r["submissions"] for r in rows)
+    rows = best
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "autograde_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(f"fastest run of each worker count ({max(1, args.repeat)} run(s) each):")
     print(f"{'workers':>7}  {'subs/min':>8}  {'wall s':>6}  {'s/sub':>6}  {'speed-up':>8}  load")
     for row in rows:
         print(
@@ -146,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         n = rows[-1]["workers"]
         bound = (grading + serial) / (grading / n + serial) if grading else 0
         print(f"bound from the serial part (recording) for {n} workers: {bound:.2f}x")
-    return 0 if all(r["recorded"] == r["submissions"] for r in rows) else 1
+    return 0 if ok else 1
 
 
 def _children_cpu() -> float:
