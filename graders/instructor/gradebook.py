@@ -130,9 +130,12 @@ class Recorder:
     def __init__(self, course: Course, site: str = "", manifest: Manifest | None = None) -> None:
         from nbgrader.api import Gradebook
 
+        from .course import late_penalties
+
         self.course = course
         self.site = site
         self.manifest = manifest or load_manifest()
+        self.late = late_penalties(course)
         self.gb = Gradebook(course.db_url, course_id=COURSE_ID)
         HISTORY.create(self.gb.engine, checkfirst=True)
         self._cells: dict[str, list[Any]] = {}
@@ -210,6 +213,7 @@ class Recorder:
             for comment in notebook.comments:
                 comment.auto_comment = None
         db.flush()
+        self._late_penalty(submission, graded.student)
         now = datetime.now(UTC).replace(tzinfo=None)
         seen = db.execute(
             select(HISTORY.c.check_id).where(
@@ -239,7 +243,28 @@ class Recorder:
                     for check_id, row in rows.items()
                 ],
             )
-        return float(submission.score), float(submission.max_score)
+        # Sums the database computes, from the rows just written.
+        db.expire(submission, ["score", "max_score", "late_submission_penalty"])
+        penalty = float(submission.late_submission_penalty or 0)
+        return max(0.0, float(submission.score) - penalty), float(submission.max_score)
+
+    def _late_penalty(self, submission: Any, student: str) -> None:
+        """What nbgrader's ``AssignLatePenalties`` does after autograde, per notebook: no
+        penalty unless the submission's timestamp is past the lesson's due date (with the
+        student's extension), then the configured plugin's, kept between 0 and the score."""
+        late = submission.total_seconds_late
+        for notebook in submission.notebooks:
+            notebook.late_submission_penalty = None
+            if late > 0:
+                self.gb.db.expire(notebook, ["score"])  # the sum of the grades just set
+                penalty = self.late.plugin_inst.late_submission_penalty(
+                    student, notebook.score, late
+                )
+                if penalty is not None:
+                    notebook.late_submission_penalty = self.late._check_late_penalty(
+                        notebook, penalty
+                    )
+        self.gb.db.flush()
 
     def _new_submission(self, assignment: Any, student: str) -> Any:
         """A submission mirroring the assignment's notebooks and cells (as nbgrader's
