@@ -217,6 +217,44 @@ def test_every_glossary_term_has_a_tooltip_on_some_page(site: Path) -> None:
         assert definition in tooltips, f"{entry['term']!r} has a tooltip on no page"
 
 
+def test_a_phrase_wrapped_across_lines_gets_its_tooltip() -> None:
+    join = course_hook().join_wrapped_phrases
+    source = (
+        "The causal\n   mask hides the future; Causal\nmask too.\n\n"
+        "A causal\n\nmask: two paragraphs.\n"
+        "```python\ncausal\nmask = 1\n```\n"
+        "noncausal\nmask, causal\nmasking\n"
+    )
+    assert join(source, ["causal mask", "Causal mask"]) == (
+        "The causal mask hides the future; Causal mask too.\n\n"
+        "A causal\n\nmask: two paragraphs.\n"
+        "```python\ncausal\nmask = 1\n```\n"
+        "noncausal\nmask, causal\nmasking\n"
+    )
+
+
+def test_no_glossary_phrase_stays_wrapped_in_the_pages() -> None:
+    """The course's sources wrap some multi-word glossary phrases across two lines ("causal" /
+    "mask"); after the hook's join none is left wrapped, so each can get its tooltip."""
+    from test_glossary import ENTRIES, phrases, prose
+
+    variants = {v for entry in ENTRIES for p in phrases(entry) for v in (p, p[0].upper() + p[1:])}
+    between = r"[ \t]*\n[ \t]*"
+    wrapped = re.compile(
+        r"(?<![\w-])(?:"
+        + "|".join(between.join(map(re.escape, v.split(" "))) for v in variants if " " in v)
+        + r")(?![\w-])"
+    )
+    join = course_hook().join_wrapped_phrases
+    before, after = [], []
+    for path in sorted([*COURSE.glob("*.md"), *COURSE.glob("chapters/*.md")]):
+        text = path.read_text(encoding="utf-8")
+        before += [(path.name, m.group(0)) for m in wrapped.finditer(prose(text))]
+        after += [(path.name, m.group(0)) for m in wrapped.finditer(prose(join(text, variants)))]
+    assert before, "no page wraps a glossary phrase: this test checks nothing"
+    assert not after, f"glossary phrases still wrapped across lines: {after}"
+
+
 def test_tooltips_stay_out_of_code_and_headings(site: Path) -> None:
     pages = list(site.rglob("index.html"))
     total = 0

@@ -44,6 +44,7 @@ import os
 import re
 import sys
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -457,6 +458,43 @@ def on_files(files: Files, config, **kwargs):
     return files
 
 
+def join_wrapped_phrases(markdown: str, phrases: Iterable[str]) -> str:
+    """Put on one line each glossary phrase that the source wraps across two lines of a
+    paragraph ("causal" at the end of one line, "mask" at the start of the next): the abbr
+    extension matches a phrase with its spaces, so a wrapped one would get no tooltip. Fenced
+    code is left as written; a blank line or a block's marker between the words stops a match.
+    """
+    multi = sorted((p for p in phrases if " " in p), key=len, reverse=True)
+    if not multi:
+        return markdown
+    gap = r"(?:[ \t]*\n[ \t]*|[ \t]+)"
+    pattern = re.compile(
+        r"(?<![\w-])(?:"
+        + "|".join(gap.join(map(re.escape, phrase.split(" "))) for phrase in multi)
+        + r")(?![\w-])"
+    )
+
+    def join(match: re.Match) -> str:
+        text = match.group(0)
+        return " ".join(text.split()) if "\n" in text else text
+
+    out, prose, fence = [], [], None
+    for line in markdown.splitlines(keepends=True):
+        m = FENCE.match(line)
+        if fence is None and m:
+            out.append(pattern.sub(join, "".join(prose)))
+            prose, fence = [], m.group(1)
+            out.append(line)
+        elif fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            out.append(line)
+        else:
+            prose.append(line)
+    out.append(pattern.sub(join, "".join(prose)))
+    return "".join(out)
+
+
 def _insert_after_h1(markdown: str, text: str) -> str:
     lines, fence = markdown.splitlines(keepends=True), None
     for i, line in enumerate(lines):
@@ -497,7 +535,7 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs):
             markdown = GLOSSARY_MARKER.sub(lambda _: glossary_markdown(), markdown, count=1)
         else:
             log.warning("course hook: glossary.md has no '<!-- glossary -->' line")
-    return markdown
+    return join_wrapped_phrases(markdown, STATE.phrase_to_id)
 
 
 _TOOLTIP_SCAN = re.compile(
