@@ -94,6 +94,18 @@ def test_a_broken_file_is_reported_with_its_path(tmp_path):
         load_manifest(path)
 
 
+def test_an_unchanged_file_is_parsed_once_and_a_changed_one_again(tmp_path):
+    path = tmp_path / "lessons.toml"
+    text = (ROOT / "course" / "lessons.toml").read_text()
+    path.write_text(text)
+    first = load_manifest(path)
+    assert load_manifest(path) is first
+    path.write_text(text.replace('title = "', 'title = "Renamed: ', 1))
+    second = load_manifest(path)
+    assert second is not first
+    assert second.lessons[0].title == "Renamed: " + first.lessons[0].title
+
+
 def test_every_declared_mistake_is_diagnosed_by_some_grader():
     source = "".join(p.read_text() for p in (ROOT / "graders").glob("*/test_*.py"))
     unused = [

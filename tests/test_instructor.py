@@ -867,6 +867,26 @@ def fake_class(released_course, tmp_path_factory):
     }
 
 
+def test_a_cluster_worker_imports_little_before_its_first_task():
+    """A Dask worker unpickles graders.instructor.grading.grade_files before it grades
+    anything: that module must not pull in the recording's libraries (nbformat's validator
+    alone costs a second per worker) nor torch (the harness's own process imports it)."""
+    heavy = ["distributed", "jsonschema", "nbformat", "nbgrader", "sqlalchemy", "torch"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, graders.instructor.grading; "
+            f"print([m for m in {heavy!r} if m in sys.modules])",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monkeypatch):
     """A submission past the lesson's due date gets the penalty of nbgrader's late-submission
     plugin, configured where nbgrader's own commands read it; without that setting nbgrader's
