@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from pathlib import Path
@@ -11,6 +12,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _environment_per_test_file():
+    """Each test file starts with the environment the session started with. The instructor
+    commands set their kernels' environment process-wide (``kernel_environment``: a
+    PYTHONSAFEPATH kernel cannot import from its working directory), and with pytest-xdist
+    another test file may run next in the same process and start kernels of its own."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def _sentences(seed: int, n: int) -> str:

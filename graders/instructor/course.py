@@ -220,17 +220,19 @@ def nbgrader_config(course: Course | Path | str) -> Any:
     return configure(Config(), course)
 
 
-def late_penalties(course: Course) -> Any:
-    """nbgrader's ``AssignLatePenalties``, configured as nbgrader's own commands would be: the
-    course's settings, then the instructor's ``nbgrader_config.py`` in Jupyter's config
-    directories (``jupyter --paths``), where ``c.LateSubmissionPlugin.penalty_method = "zero"``
-    or ``c.AssignLatePenalties.plugin_class`` chooses the penalty. Its plugin decides a late
-    submission's penalty when autograde records it."""
+def late_penalties() -> Any:
+    """nbgrader's ``AssignLatePenalties``, configured as nbgrader's own commands would be by the
+    instructor's ``nbgrader_config.py`` in Jupyter's config directories (``jupyter --paths``),
+    where ``c.LateSubmissionPlugin.penalty_method = "zero"`` or
+    ``c.AssignLatePenalties.plugin_class`` chooses the penalty (the course's own settings have
+    none; :func:`configure` is not run here, as it sets the kernels' environment). Its plugin
+    decides a late submission's penalty when autograde records it."""
     from jupyter_core.paths import jupyter_config_path
     from nbgrader.preprocessors import AssignLatePenalties
+    from traitlets.config import Config
     from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
-    config = nbgrader_config(course)
+    config = Config()
     for directory in reversed(jupyter_config_path()):  # the most important one merges last
         try:
             config.merge(PyFileConfigLoader("nbgrader_config.py", path=directory).load_config())

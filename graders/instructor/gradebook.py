@@ -135,7 +135,7 @@ class Recorder:
         self.course = course
         self.site = site
         self.manifest = manifest or load_manifest()
-        self.late = late_penalties(course)
+        self.late = late_penalties()
         self.gb = Gradebook(course.db_url, course_id=COURSE_ID)
         HISTORY.create(self.gb.engine, checkfirst=True)
         self._cells: dict[str, list[Any]] = {}
