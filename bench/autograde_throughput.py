@@ -16,7 +16,7 @@ machine's load average before each run (the machine may be shared: a loaded one 
 speed-up), and the CPU seconds a submission costs (what a quiet machine's cores divide);
 writes build/bench/autograde_throughput.json.
 
-Each worker count is timed ``--repeat`` times (default 2), the counts taking turns (1, 2, 1,
+Each worker count is timed ``--repeat`` times (default 3), the counts taking turns (1, 2, 1,
 2, ...) so that a slow spell of a shared machine falls on both; every run is printed, and the
 table and the ratio use each count's fastest run, as ``timeit`` does: the run least disturbed
 by other work on the machine is the closest to what the code costs.
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lesson", default="embeddings")
     parser.add_argument("--submissions", type=int, default=20)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=2, help="runs per worker count (best kept)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per worker count (best kept)")
     parser.add_argument("--engine", choices=["dask", "threads"], default="dask")
     parser.add_argument("--no-sandbox", dest="sandbox", action="store_false")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "bench")
