@@ -205,14 +205,15 @@ def site_url(page: str, section: str | None = None) -> str:
 def load_manifest(path: Path | str | None = None) -> Manifest:
     """Read and validate the manifest (default: course/lessons.toml).
 
-    The manifest is immutable, so a file read once is not parsed again while it is unchanged
-    (same size and modification time): autograde asks for it per submission, and parsing
+    The manifest is immutable, so a file read once (by the same path, so that ``path`` is the
+    one given) is not parsed again while it is unchanged: same inode, size, modification and
+    change times (an edit changes the last). Autograde asks for it per submission, and parsing
     costs about 15 ms."""
     path = Path(path) if path is not None else MANIFEST
     try:
         with open(path, "rb") as f:
             stat = os.fstat(f.fileno())
-            key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+            key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
             if key in _LOADED:
                 return _LOADED[key]
             data = tomllib.load(f)
@@ -226,7 +227,7 @@ def load_manifest(path: Path | str | None = None) -> Manifest:
     return manifest
 
 
-_LOADED: dict[tuple[str, int, int], Manifest] = {}
+_LOADED: dict[tuple[str, int, int, int, int], Manifest] = {}
 
 
 def parse_manifest(

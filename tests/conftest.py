@@ -14,12 +14,23 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_personal_jupyter_config(tmp_path_factory):
+    """The tests never read the developer's own Jupyter settings (``~/.jupyter``: nbgrader's
+    late-penalty plugin, server options): Jupyter's config directory is an empty one of the
+    session's."""
+    os.environ["JUPYTER_CONFIG_DIR"] = str(tmp_path_factory.mktemp("jupyter-config"))
+    os.environ.pop("JUPYTER_CONFIG_PATH", None)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _environment_per_test_file():
-    """Each test file starts with the environment the session started with. The instructor
-    commands set their kernels' environment process-wide (``kernel_environment``: a
-    PYTHONSAFEPATH kernel cannot import from its working directory), and with pytest-xdist
-    another test file may run next in the same process and start kernels of its own."""
+    """Each test file leaves the environment as it found it. The instructor commands set their
+    kernels' environment process-wide (``kernel_environment``: a PYTHONSAFEPATH kernel cannot
+    import from its working directory), and with pytest-xdist another test file may run next in
+    the same process and start kernels of its own. Autouse fixtures are set up before the
+    module's other fixtures and torn down after them, so what those set is undone too; a
+    session fixture that changed the environment during a module would be undone with it."""
     saved = dict(os.environ)
     yield
     os.environ.clear()

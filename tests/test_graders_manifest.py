@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import tomllib
 from pathlib import Path
 
@@ -104,6 +105,15 @@ def test_an_unchanged_file_is_parsed_once_and_a_changed_one_again(tmp_path):
     second = load_manifest(path)
     assert second is not first
     assert second.lessons[0].title == "Renamed: " + first.lessons[0].title
+    # An edit of the same size, with the old modification time put back: still re-read.
+    stat = path.stat()
+    path.write_text(text.replace('title = "', 'title = "Retitled ', 1))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert load_manifest(path).lessons[0].title == "Retitled " + first.lessons[0].title
+    # Another spelling of the path gets a manifest whose path is the one it gave.
+    assert load_manifest(str(path)).path == path
+    relative = os.path.relpath(path)
+    assert load_manifest(relative).path == Path(relative)
 
 
 def test_every_declared_mistake_is_diagnosed_by_some_grader():

@@ -941,9 +941,30 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     with Gradebook(course.db_url) as gb:
         assert not gb.find_submission(LESSON, "late").late_submission_penalty
 
-    # A mistake in that file: one line naming it, before anything is graded.
+    # A plugin of one's own, in late.py in the course folder as nbgrader's documentation has it.
+    (root / "late.py").write_text(
+        "from nbgrader.plugins import LateSubmissionPlugin\n\n\n"
+        "class OnePointAnHour(LateSubmissionPlugin):\n"
+        "    def late_submission_penalty(self, student_id, score, total_seconds_late):\n"
+        "        return -(-total_seconds_late // 3600)\n"
+    )
+    (config / "nbgrader_config.py").write_text(
+        'c.AssignLatePenalties.plugin_class = "late.OnePointAnHour"\n'
+    )
+    assert grade("late")["late"].points == outcomes["early"].points - 1
+    with Gradebook(course.db_url) as gb:
+        assert gb.find_submission(LESSON, "late").late_submission_penalty == 1
+
+    # Mistakes in that setting: one line naming the problem, before anything is graded.
+    from graders.instructor.course import SetupError
+
+    (config / "nbgrader_config.py").write_text(
+        'c.AssignLatePenalties.plugin_class = "no_such_module.Plugin"\n'
+    )
+    with pytest.raises(SetupError, match=r"late-submission plugin cannot be loaded.*no_such"):
+        grade("late")
     (config / "nbgrader_config.py").write_text("c.LateSubmissionPlugin.penalty_method = \n")
-    with pytest.raises(Exception, match=r"nbgrader_config\.py: SyntaxError.*fix or remove"):
+    with pytest.raises(SetupError, match=r"nbgrader_config\.py: SyntaxError.*fix or remove"):
         grade("late")
 
 

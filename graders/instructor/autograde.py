@@ -44,7 +44,7 @@ from typing import Any
 from graders.manifest import load_manifest
 from graders.report import write_json_atomic
 
-from .course import PACKAGE, Course, api
+from .course import PACKAGE, Course, api, one_line
 from .gradebook import Graded, Recorder
 from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
 from .notebook import fingerprint, student_files
@@ -235,7 +235,7 @@ class Engine:
                     from .course import SetupError
 
                     raise SetupError(
-                        f"cannot reach the Dask scheduler {self.scheduler} ({_one_line(error)}): "
+                        f"cannot reach the Dask scheduler {self.scheduler} ({one_line(error)}): "
                         "start it (`dask scheduler`) or grade here without --scheduler"
                     ) from None
             else:
@@ -345,7 +345,7 @@ def autograde(
                     outcome = outcomes[job]
                     bar.graded("/".join(job))
                     if error is not None:
-                        outcome.notes.append(f"grading failed: {_one_line(error)}")
+                        outcome.notes.append(f"grading failed: {one_line(error)}")
                         continue
                     outcome.graded = graded_any(result["report"])
                     outcome.seconds = result["seconds"]
@@ -375,15 +375,10 @@ def _record(recorder: Recorder, ready: list[Graded], outcomes: dict) -> None:
     for graded in ready:
         outcomes[(graded.student, graded.lesson)].recording = share
     for job, error in errors.items():
-        outcomes[job].notes.append(f"recording failed: {_one_line(error)}")
+        outcomes[job].notes.append(f"recording failed: {one_line(error)}")
     for job, (points, most) in scores.items():
         outcome = outcomes[job]
         outcome.points, outcome.max_points, outcome.recorded = points, most, True
-
-
-def _one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
 
 
 class _Progress:

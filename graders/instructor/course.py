@@ -220,34 +220,58 @@ def nbgrader_config(course: Course | Path | str) -> Any:
     return configure(Config(), course)
 
 
-def late_penalties() -> Any:
-    """nbgrader's ``AssignLatePenalties``, configured as nbgrader's own commands would be by the
-    instructor's ``nbgrader_config.py`` in Jupyter's config directories (``jupyter --paths``),
-    where ``c.LateSubmissionPlugin.penalty_method = "zero"`` or
-    ``c.AssignLatePenalties.plugin_class`` chooses the penalty (the course's own settings have
-    none; :func:`configure` is not run here, as it sets the kernels' environment). Its plugin
-    decides a late submission's penalty when autograde records it."""
+def late_penalties(course: Course) -> Any:
+    """nbgrader's late-submission plugin, configured as nbgrader's own commands would be by the
+    instructor's ``nbgrader_config.py`` (or ``.json``) in Jupyter's config directories
+    (``jupyter --paths``): ``c.LateSubmissionPlugin.penalty_method = "zero"``, or
+    ``c.AssignLatePenalties.plugin_class = "late.SubMarks"`` for a plugin of one's own in
+    ``late.py`` in the course folder, as nbgrader's documentation places it. The course's own
+    settings have none (and :func:`configure` is not run here: it sets the kernels'
+    environment). Autograde asks it for each late submission's penalty."""
     from jupyter_core.paths import jupyter_config_path
     from nbgrader.preprocessors import AssignLatePenalties
     from traitlets.config import Config
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+    from traitlets.config.loader import (
+        ConfigFileNotFound,
+        JSONFileConfigLoader,
+        PyFileConfigLoader,
+    )
 
     config = Config()
     for directory in reversed(jupyter_config_path()):  # the most important one merges last
-        try:
-            config.merge(PyFileConfigLoader("nbgrader_config.py", path=directory).load_config())
-        except ConfigFileNotFound:
-            continue
-        except Exception as error:  # noqa: BLE001 - the instructor's file, any mistake in it
-            where = Path(directory) / "nbgrader_config.py"
-            first = str(error).strip().splitlines()
-            raise SetupError(
-                f"{where}: {type(error).__name__}: {first[0] if first else ''} "
-                "(fix or remove that file; nbgrader's own commands read it too)"
-            ) from None
-    late = AssignLatePenalties(config=config)
-    late.init_plugin()
-    return late
+        for loader in (JSONFileConfigLoader, PyFileConfigLoader):
+            name = "nbgrader_config." + ("json" if loader is JSONFileConfigLoader else "py")
+            try:
+                config.merge(loader(name, path=directory).load_config())
+            except ConfigFileNotFound:
+                continue
+            except Exception as error:  # noqa: BLE001 - the instructor's file, any mistake
+                raise SetupError(
+                    f"{Path(directory) / name}: {one_line(error)} "
+                    "(fix or remove that file; nbgrader's own commands read it too)"
+                ) from None
+    added = str(course.root) not in sys.path
+    if added:
+        sys.path.insert(0, str(course.root))
+    try:
+        late = AssignLatePenalties(config=config)
+        late.init_plugin()
+    except Exception as error:  # noqa: BLE001 - a plugin class that cannot be loaded or made
+        raise SetupError(
+            f"the late-submission plugin cannot be loaded: {one_line(error)} (put its "
+            f"module in {course.root} or on PYTHONPATH, or fix c.AssignLatePenalties."
+            "plugin_class in your nbgrader_config.py)"
+        ) from None
+    finally:
+        if added:
+            sys.path.remove(str(course.root))
+    return late.plugin_inst
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line of an instructor command's output: its type and first line."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
 
 
 CONFIG_FILE = """\

@@ -135,7 +135,7 @@ class Recorder:
         self.course = course
         self.site = site
         self.manifest = manifest or load_manifest()
-        self.late = late_penalties()
+        self.late = late_penalties(course)
         self.gb = Gradebook(course.db_url, course_id=COURSE_ID)
         HISTORY.create(self.gb.engine, checkfirst=True)
         self._cells: dict[str, list[Any]] = {}
@@ -251,19 +251,15 @@ class Recorder:
     def _late_penalty(self, submission: Any, student: str) -> None:
         """What nbgrader's ``AssignLatePenalties`` does after autograde, per notebook: no
         penalty unless the submission's timestamp is past the lesson's due date (with the
-        student's extension), then the configured plugin's, kept between 0 and the score."""
+        student's extension), then the plugin's, kept between 0 and the notebook's score."""
         late = submission.total_seconds_late
         for notebook in submission.notebooks:
             notebook.late_submission_penalty = None
             if late > 0:
                 self.gb.db.expire(notebook, ["score"])  # the sum of the grades just set
-                penalty = self.late.plugin_inst.late_submission_penalty(
-                    student, notebook.score, late
-                )
+                penalty = self.late.late_submission_penalty(student, notebook.score, late)
                 if penalty is not None:
-                    notebook.late_submission_penalty = self.late._check_late_penalty(
-                        notebook, penalty
-                    )
+                    notebook.late_submission_penalty = min(max(penalty, 0), notebook.score)
         self.gb.db.flush()
 
     def _new_submission(self, assignment: Any, student: str) -> Any:

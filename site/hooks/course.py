@@ -461,38 +461,83 @@ def on_files(files: Files, config, **kwargs):
 def join_wrapped_phrases(markdown: str, phrases: Iterable[str]) -> str:
     """Put on one line each glossary phrase that the source wraps across two lines of a
     paragraph ("causal" at the end of one line, "mask" at the start of the next): the abbr
-    extension matches a phrase with its spaces, so a wrapped one would get no tooltip. Fenced
-    code is left as written; a blank line or a block's marker between the words stops a match.
+    extension matches a phrase with its spaces, so a wrapped one would get no tooltip.
+
+    Only a soft line break is joined: never after a heading line or a hard break (two trailing
+    spaces or a backslash), never across a blank line or before a block's marker, and never in
+    fenced code, in raw ``<pre>`` blocks or between two lines indented as code (4 spaces or
+    more, outside an admonition or a list item, whose bodies are indented the same way).
     """
     multi = sorted((p for p in phrases if " " in p), key=len, reverse=True)
     if not multi:
         return markdown
-    gap = r"(?:[ \t]*\n[ \t]*|[ \t]+)"
-    pattern = re.compile(
-        r"(?<![\w-])(?:"
-        + "|".join(gap.join(map(re.escape, phrase.split(" "))) for phrase in multi)
-        + r")(?![\w-])"
-    )
-
-    def join(match: re.Match) -> str:
-        text = match.group(0)
-        return " ".join(text.split()) if "\n" in text else text
-
-    out, prose, fence = [], [], None
-    for line in markdown.splitlines(keepends=True):
-        m = FENCE.match(line)
-        if fence is None and m:
-            out.append(pattern.sub(join, "".join(prose)))
-            prose, fence = [], m.group(1)
-            out.append(line)
-        elif fence is not None:
-            if line.strip().startswith(fence):
-                fence = None
-            out.append(line)
-        else:
-            prose.append(line)
-    out.append(pattern.sub(join, "".join(prose)))
+    words = "|".join(r"[ \t]*\n[ \t]*".join(map(re.escape, p.split(" "))) for p in multi)
+    wrapped = re.compile(rf"(?<![\w-])(?:{words})(?![\w-])")
+    lines = markdown.splitlines(keepends=True)
+    joinable = _soft_breaks(lines)
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if i + 1 < len(lines) and joinable[i]:
+            pair = line + lines[i + 1]
+            m = wrapped.search(pair, max(0, len(line) - max(map(len, multi)) - 1))
+            if m and m.start() < len(line) <= m.end():
+                joined = pair[: m.start()] + " ".join(m.group(0).split()) + pair[m.end() :]
+                lines[i + 1] = joined  # the next line may wrap a phrase onwards too
+                i += 1
+                continue
+        out.append(line)
+        i += 1
     return "".join(out)
+
+
+_BLOCK_START = re.compile(r"^[ \t]*(?:[-*+>|]|\d+[.)]|#{1,6}[ \t]|!!!|\?\?\?|<)")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
+_CONTAINER = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|[-*+][ \t]|\d+[.)][ \t]|===)")
+
+
+def _soft_breaks(lines: list[str]) -> list[bool]:
+    """For each line, whether its line break is a soft break inside a paragraph of prose."""
+    result = [False] * len(lines)
+    fence: str | None = None
+    pre = False
+    container = False  # inside an admonition, a tab or a list item: indentation is its body
+    for i, line in enumerate(lines):
+        bare = line.rstrip("\n")
+        m = FENCE.match(bare)
+        if fence is None and m:
+            fence = m.group(1)[0] * len(m.group(1))
+            continue
+        if fence is not None:
+            if bare.strip().startswith(fence) and set(bare.strip()) <= {fence[0]}:
+                fence = None
+            continue
+        if re.search(r"<pre\b", bare, re.I):
+            pre = True
+        if pre:
+            pre = not re.search(r"</pre>", bare, re.I)
+            continue
+        if not bare.strip():
+            continue
+        if _CONTAINER.match(bare):
+            container = True
+        elif not bare[:1].isspace():
+            container = False
+        if i + 1 >= len(lines):
+            continue
+        after = lines[i + 1].rstrip("\n")
+        indented = bare.startswith(("    ", "\t")) and after.startswith(("    ", "\t"))
+        code = indented and not container
+        result[i] = not (
+            _HEADING.match(bare)
+            or bare.endswith(("  ", "\\"))
+            or not after.strip()
+            or _BLOCK_START.match(after)
+            or FENCE.match(after)
+            or code
+        )
+    return result
 
 
 def _insert_after_h1(markdown: str, text: str) -> str:
