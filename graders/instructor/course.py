@@ -220,7 +220,7 @@ def nbgrader_config(course: Course | Path | str) -> Any:
     return configure(Config(), course)
 
 
-def late_penalties(course: Course) -> Any:
+def late_penalty_plugin(course: Course) -> Any:
     """nbgrader's late-submission plugin, configured as nbgrader's own commands would be by the
     instructor's ``nbgrader_config.py`` (or ``.json``) in Jupyter's config directories
     (``jupyter --paths``): ``c.LateSubmissionPlugin.penalty_method = "zero"``, or

@@ -130,12 +130,12 @@ class Recorder:
     def __init__(self, course: Course, site: str = "", manifest: Manifest | None = None) -> None:
         from nbgrader.api import Gradebook
 
-        from .course import late_penalties
+        from .course import late_penalty_plugin
 
         self.course = course
         self.site = site
         self.manifest = manifest or load_manifest()
-        self.late = late_penalties(course)
+        self.late_plugin = late_penalty_plugin(course)
         self.gb = Gradebook(course.db_url, course_id=COURSE_ID)
         HISTORY.create(self.gb.engine, checkfirst=True)
         self._cells: dict[str, list[Any]] = {}
@@ -257,7 +257,7 @@ class Recorder:
             notebook.late_submission_penalty = None
             if late > 0:
                 self.gb.db.expire(notebook, ["score"])  # the sum of the grades just set
-                penalty = self.late.late_submission_penalty(student, notebook.score, late)
+                penalty = self.late_plugin.late_submission_penalty(student, notebook.score, late)
                 if penalty is not None:
                     notebook.late_submission_penalty = min(max(penalty, 0), notebook.score)
         self.gb.db.flush()
