@@ -1,9 +1,9 @@
 """One grading run, as a cluster worker performs it: the harness on one submission's files.
 
-Kept apart from :mod:`.autograde` (the scheduling and the recording) and light on imports, the
-standard library only: a Dask worker unpickles :func:`grade_files` before its first task, and
-what this module imports every worker pays for before it grades anything (nbformat's schema
-validator alone costs a second).
+Kept apart from :mod:`.autograde` (the scheduling and the recording) and light on imports (the
+standard library, the course layout and the notebook's harness command): a Dask worker
+unpickles :func:`grade_files` before its first task, and what this module imports every worker
+pays for before it grades anything (nbformat's schema validator alone costs a second).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from graders.manifest import ROOT
 
 from .course import PACKAGE
+from .notebook import harness_command
 
 DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
 ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
@@ -49,17 +49,7 @@ def grade_files(
             for name in names:
                 os.chmod(Path(root) / name, 0o644)
         report_path = Path(tmp) / "report.json"
-        command = [
-            sys.executable,
-            "-m",
-            "graders",
-            lesson,
-            "--target",
-            str(target),
-            "--hidden",
-            "--json",
-            str(report_path),
-        ] + (["--sandbox"] if sandbox else [])
+        command = harness_command(lesson, target, report_path, hidden=True, sandbox=sandbox)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH",)}
         env["PYTHONPATH"] = str(ROOT)
         for _attempt in range(ATTEMPTS):

@@ -151,19 +151,29 @@ def _stamp(package: Path) -> tuple:
     )
 
 
+def harness_command(
+    lesson: str, target: Path, report: Path, *, hidden: bool, sandbox: bool = False
+) -> list[str]:
+    """The grading harness's command line: ``python -m graders LESSON`` on the package
+    ``target``, its JSON report written to ``report`` (the notebook's cells and instructor
+    autograde both run it)."""
+    flags = (["--hidden"] if hidden else []) + (["--sandbox"] if sandbox else [])
+    return [
+        sys.executable,
+        "-m",
+        "graders",
+        lesson,
+        "--target",
+        str(target),
+        "--json",
+        str(report),
+    ] + flags
+
+
 def _run_graders(here: Path, lesson: str, hidden: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
         report_path = Path(tmp) / "report.json"
-        command = [
-            sys.executable,
-            "-m",
-            "graders",
-            lesson,
-            "--target",
-            str(here / PACKAGE),
-            "--json",
-            str(report_path),
-        ] + (["--hidden"] if hidden else [])
+        command = harness_command(lesson, here / PACKAGE, report_path, hidden=hidden)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
