@@ -44,7 +44,7 @@ import os
 import re
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -155,20 +155,28 @@ STATE = State()
 # --------------------------------------------------------------------------- helpers
 
 
-def _strip_fences(markdown: str) -> str:
-    """The Markdown without fenced code blocks (for counting words)."""
-    out, fence = [], None
-    for line in markdown.splitlines():
+def _fenced(lines: Iterable[str]) -> Iterator[bool]:
+    """For each line, whether it belongs to a fenced code block (its fences included). A fence
+    closes on a line of the same character, at least as long, with no info string."""
+    fence: str | None = None
+    for line in lines:
         m = FENCE.match(line)
         if fence is None and m:
             fence = m.group(1)[0] * len(m.group(1))
-            continue
-        if fence is not None:
-            if line.strip().startswith(fence) and set(line.strip()) <= {fence[0]}:
+            yield True
+        elif fence is not None:
+            bare = line.strip()
+            if bare.startswith(fence) and set(bare) <= {fence[0]}:
                 fence = None
-            continue
-        out.append(line)
-    return "\n".join(out)
+            yield True
+        else:
+            yield False
+
+
+def _strip_fences(markdown: str) -> str:
+    """The Markdown without fenced code blocks (for counting words)."""
+    lines = markdown.splitlines()
+    return "\n".join(line for line, fenced in zip(lines, _fenced(lines), strict=True) if not fenced)
 
 
 # An HTML tag: a name right after "<" or "</", then attributes, up to the next ">". A bare
@@ -500,19 +508,12 @@ _CONTAINER = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|[-*+][ \t]|\d+[.)][ \t]|===)")
 def _soft_breaks(lines: list[str]) -> list[bool]:
     """For each line, whether its line break is a soft break inside a paragraph of prose."""
     result = [False] * len(lines)
-    fence: str | None = None
     pre = False
     container = False  # inside an admonition, a tab or a list item: indentation is its body
-    for i, line in enumerate(lines):
+    for i, (line, fenced) in enumerate(zip(lines, _fenced(lines), strict=True)):
+        if fenced:
+            continue
         bare = line.rstrip("\n")
-        m = FENCE.match(bare)
-        if fence is None and m:
-            fence = m.group(1)[0] * len(m.group(1))
-            continue
-        if fence is not None:
-            if bare.strip().startswith(fence) and set(bare.strip()) <= {fence[0]}:
-                fence = None
-            continue
         if re.search(r"<pre\b", bare, re.I):
             pre = True
         if pre:
