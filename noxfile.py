@@ -106,7 +106,7 @@ def grade(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def compare(session: nox.Session) -> None:
     """Train with your functions beside the reference; options after `--` (see --help)."""
-    run(session, "course", "-m", "graders.compare", *session.posargs)
+    run(session, "course", "-m", "gpt.compare", *session.posargs)
 
 
 @nox.session(venv_backend="none")
@@ -160,7 +160,7 @@ def course(session: nox.Session) -> None:
     if _site_outdated():
         mkdocs = ("-m", "mkdocs", "build", "-q", "-f", "mkdocs.yml")
         run(session, "course", *mkdocs, env=DOCS_ENV)
-    run(session, "course", "-m", "graders.course_server", *session.posargs)
+    run(session, "course", "-m", "live.course_server", *session.posargs)
 
 
 # ------------------------------------------------------------------------------- developers
@@ -193,7 +193,7 @@ def exercises(session: nox.Session) -> None:
 
 
 def _instructor(session: nox.Session, command: str) -> None:
-    run(session, "dev", "-m", "graders.instructor", command, *session.posargs)
+    run(session, "dev", "-m", "instructor", command, *session.posargs)
 
 
 @nox.session(venv_backend="none")

@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
 
-    from graders.instructor.autograde import autograde
-    from graders.instructor.course import Course
-    from graders.instructor.release import release
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
+    from instructor.autograde import autograde
+    from instructor.course import Course
+    from instructor.release import release
 
     lesson = load_manifest().lesson(args.lesson)
     rows = []

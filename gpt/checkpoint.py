@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from .atomic import atomic_write
+from core.atomic import atomic_write
 
 
 class CheckpointError(RuntimeError):
@@ -31,7 +31,7 @@ def load(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"no checkpoint at {path}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - torch.load's errors share no base class
         raise CheckpointError(
             f"checkpoint {path} is corrupt or not a checkpoint ({type(error).__name__}); "
             "delete it, or start over with --fresh"

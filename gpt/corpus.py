@@ -22,7 +22,6 @@ import hashlib
 import http.client
 import os
 import re
-import tomllib
 import urllib.error
 import urllib.request
 import warnings
@@ -30,7 +29,8 @@ from pathlib import Path
 
 import platformdirs
 
-from .atomic import atomic_write_bytes
+from core.atomic import atomic_write_bytes
+from core.manifest import ManifestError, load_manifest
 
 __all__ = [
     "CACHE_ENV",
@@ -145,14 +145,13 @@ def _course_pages(course_dir: Path) -> list[Path]:
     chapters: list[str] = []
     if manifest.is_file():
         try:
-            lessons = tomllib.loads(manifest.read_text(encoding="utf-8")).get("lesson", [])
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            message = f"cannot read {manifest}: {error}; fix the lesson manifest"
-            raise CorpusError(message) from error
-        for lesson in lessons:
-            page = lesson.get("page") if isinstance(lesson, dict) else None
-            if isinstance(page, str) and page:
-                chapters.append(page)
+            chapters = [lesson.page for lesson in load_manifest(manifest).lessons]
+        except ManifestError as error:  # its message names the file
+            raise CorpusError(f"{error}; fix the lesson manifest") from error
+        except UnicodeDecodeError as error:
+            raise CorpusError(
+                f"cannot read {manifest}: {error}; fix the lesson manifest"
+            ) from error
     pages: list[Path] = []
     for name in (*COURSE_FIRST_PAGES, *chapters, *COURSE_LAST_PAGES):
         path = course_dir / name

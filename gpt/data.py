@@ -1,9 +1,9 @@
-"""From corpus text to training batches: tokenize, split, window, batch, pack.
+"""From corpus text to training batches: tokenize, split, window, batch.
 
 Training reads windows of the training split in a shuffled order that depends only on the
 seed and the epoch, so the batch at any step can be recomputed: that is what makes a resumed
-run identical to an uninterrupted one. Windows, loaders and packing are the lessons' own
-(``windows``, ``packing``), from the ``lessons`` passed in (default: the reference).
+run identical to an uninterrupted one. Windows and loaders are the lessons' own
+(``windows``), from the ``lessons`` passed in (default: the reference).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from .lessons import Lessons, load
-from .vocab import EOT_ID, gpt2_encoding
+from .vocab import gpt2_encoding
 
 Batch = tuple[Tensor, Tensor]
 
@@ -121,16 +121,3 @@ def eval_batches(
             f"{context_length}; use a smaller --context-length or a larger --val-fraction"
         )
     return batches
-
-
-def packed_rows(
-    docs: list[list[int]], seq_len: int, lessons: Lessons | str | None = None
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Documents packed into rows: (input ids, targets, doc ids), each [N, seq_len].
-
-    Targets are -100 wherever the next token belongs to another document (and at the last
-    position of a row), so no position is trained to predict across a boundary.
-    """
-    packing = load(lessons).packing
-    ids, doc_ids = packing.pack(docs, seq_len, EOT_ID)
-    return ids, packing.packed_targets(ids, doc_ids), doc_ids

@@ -38,7 +38,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
-from .atomic import atomic_write
+from core.atomic import atomic_write
+
 from .lessons import Lessons, load
 from .model import GPT, GPTConfig
 
@@ -290,7 +291,7 @@ def _download(text: str, repo: str, filename: str, revision: str | None, cache_d
                 f"{CONFIG_NAME} and {WEIGHTS_NAME}"
             ) from None
         raise HubError(_unreachable(text, repo, error)) from None
-    except Exception as error:  # offline, no network, DNS, proxy, HTTP 5xx, a broken download
+    except Exception as error:  # noqa: BLE001 - offline, DNS, proxy, HTTP 5xx, a broken download
         raise HubError(_unreachable(text, repo, error)) from None
 
 
@@ -451,7 +452,7 @@ def push_to_hub(
             commit = api.upload_folder(
                 repo_id=repo, folder_path=folder, commit_message=commit_message
             )
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any failure of the upload becomes one line
             raise HubError(
                 f"cannot push to {repo} on the Hugging Face Hub ({_short(_root(error))})"
             ) from None

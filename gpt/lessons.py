@@ -13,17 +13,8 @@ import sys
 import types
 from pathlib import Path
 
-# The lesson modules, in course order (course/lessons.toml lists the same; a test checks it).
-MODULES = (
-    "tokens",
-    "embeddings",
-    "windows",
-    "attention",
-    "objective",
-    "packing",
-    "training",
-    "generation",
-)
+from core.manifest import load_manifest
+
 REFERENCE = "solutions"
 
 
@@ -32,34 +23,38 @@ class LessonsError(ImportError):
 
 
 class Lessons:
-    """The lesson modules of one package, as attributes: ``lessons.attention.causal_mask``."""
-
-    tokens: types.ModuleType
-    embeddings: types.ModuleType
-    windows: types.ModuleType
-    attention: types.ModuleType
-    objective: types.ModuleType
-    packing: types.ModuleType
-    training: types.ModuleType
-    generation: types.ModuleType
+    """The lesson modules of one package, as attributes: ``lessons.attention.causal_mask``
+    (every lesson of the manifest, in course order)."""
 
     def __init__(self, package: str) -> None:
         self.package = package
-        for module in MODULES:
+        self.modules: dict[str, types.ModuleType] = {}
+        for module in modules():
             name = f"{package}.{module}"
             try:
-                setattr(self, module, importlib.import_module(name))
+                self.modules[module] = importlib.import_module(name)
             except Exception as error:  # a student's syntax error, a missing file, ...
                 raise LessonsError(
                     f"cannot import {name}: {type(error).__name__}: {error}; fix the module "
                     f"(or pass --lessons {REFERENCE} to use the reference)"
                 ) from error
 
+    def __getattr__(self, module: str) -> types.ModuleType:
+        try:
+            return self.__dict__["modules"][module]
+        except KeyError:
+            raise AttributeError(f"no lesson module {module!r} in {self!r}") from None
+
     def __repr__(self) -> str:
         return f"Lessons({self.package!r})"
 
     def __deepcopy__(self, memo: dict) -> Lessons:  # modules are shared, never copied
         return self
+
+
+def modules() -> tuple[str, ...]:
+    """The lesson modules, in course order, from the manifest."""
+    return tuple(lesson.module for lesson in load_manifest().lessons)
 
 
 def load(spec: str | Path | Lessons | None = None) -> Lessons:
@@ -71,9 +66,10 @@ def load(spec: str | Path | Lessons | None = None) -> Lessons:
     path = Path(spec)
     if path.is_dir() or "/" in spec or "\\" in spec:
         folder = path.resolve()
-        if not (folder / f"{MODULES[0]}.py").is_file():
+        first = modules()[0]
+        if not (folder / f"{first}.py").is_file():
             raise LessonsError(
-                f"{spec} is not a lesson package (no {MODULES[0]}.py in it); pass the folder "
+                f"{spec} is not a lesson package (no {first}.py in it); pass the folder "
                 "of your lesson modules, such as exercises"
             )
         if str(folder.parent) not in sys.path:

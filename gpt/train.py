@@ -26,8 +26,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from core.atomic import atomic_write
+
 from . import checkpoint, data, distributed
-from .atomic import atomic_write
 from .corpus import CorpusError, load_corpus
 from .lessons import Lessons, LessonsError, load
 from .model import GPT, PRESETS, preset
@@ -303,7 +304,7 @@ def run(
 ) -> dict:
     """Train (or resume) a run; returns the closing report as a dict.
 
-    ``lessons`` overrides ``cfg.lessons`` with lessons already loaded (``graders.compare``).
+    ``lessons`` overrides ``cfg.lessons`` with lessons already loaded (``gpt.compare``).
 
     Under ``torchrun --nproc_per_node N`` every process runs this (see ``distributed``): each
     trains on its shard of every global batch of ``batch_size`` windows; rank 0 alone

@@ -15,18 +15,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see python -m graders --help)\n")
+from core.cli import Parser
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     from .runner import DEFAULT_REPORT
 
-    parser = _Parser(
+    parser = Parser(
         prog="python -m graders",
         description="Grade the course's exercises: points, a hint per failed check, and a "
         "link to the lesson section that explains it.",

@@ -2,7 +2,7 @@
 data recorded at release time, so that the student release holds no solution code.
 
 A public check computes no answer itself; it asks this module, by the name of a function of
-graders/oracles.py:
+graders/secret/oracles.py:
 
     from graders.answers import later, oracle
 
@@ -13,7 +13,7 @@ graders/oracles.py:
         mistakes={"off-by-one": later.lookup(table, ids, mistake="off-by-one")},
     )
 
-``oracle.NAME(*args, **kwargs)`` returns ``graders.oracles.NAME(*args, **kwargs)``;
+``oracle.NAME(*args, **kwargs)`` returns ``graders.secret.oracles.NAME(*args, **kwargs)``;
 ``later.NAME(...)`` is the same answer as a :class:`Deferred`, computed only when a diagnosis
 needs it (``checking.diagnose`` resolves it; ``.get()`` elsewhere, ``.then(f)`` for a part of
 it). Arguments and answers are plain data: tensors, numbers, strings, bytes, lists, tuples and
@@ -21,13 +21,13 @@ dicts of them, None.
 
 Three modes:
 
-* **live** (the instructor's grader tree, which holds graders/oracles.py and graders/trusted.py):
+* **live** (the instructor's grader tree, which holds graders/secret/):
   the oracle runs. Hidden checks, instructor autograde and the project's tests all grade live.
-* **recording** (:func:`recording`; graders/instructor/release.py grades solutions/ with the
+* **recording** (:func:`recording`; instructor/release.py grades solutions/ with the
   public checks in this mode): live, and every answer is kept, per lesson, under a digest of the
   oracle's name and arguments; ``later`` answers are computed at once, so that the answers of a
   check's failure paths (its diagnoses) are recorded as well.
-* **replay** (the student release, which has no graders/oracles.py): answers come from
+* **replay** (the student release, which has no graders/secret/oracles.py): answers come from
   ``graders/public/answers_<lesson>.pt`` (``torch.save`` of plain data, read with
   ``weights_only=True``), under the same digest. An answer that was not recorded fails its
   check with :class:`AnswerMissing`, never silently.
@@ -45,7 +45,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +59,7 @@ FILES = "answers_*.pt"  # in graders/public/: answers_<lesson>.pt
 _UNSET = object()
 _MISSING = object()
 
-_oracles: Any = _UNSET  # graders.oracles, or None where it is not installed (replay)
+_oracles: Any = _UNSET  # graders.secret.oracles, or None where it is not installed (replay)
 _recording: dict[str, dict[str, Any]] | None = None  # lesson -> digest -> value
 _lesson: str | None = None  # the lesson of the check running now (set by graders.plugin)
 _replay: dict[str, Any] | None = None
@@ -71,16 +70,12 @@ class AnswerMissing(RuntimeError):
 
 
 def oracles() -> ModuleType | None:
-    """graders.oracles where it is installed (the instructor's tree), else None (replay)."""
+    """graders.secret.oracles where it is installed (the instructor's tree), else None (replay)."""
     global _oracles
     if _oracles is _UNSET:
-        name = f"{__package__}.oracles"
-        try:
-            _oracles = importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name != name:  # a missing dependency of the oracles: say so
-                raise
-            _oracles = None
+        from . import installed_secret
+
+        _oracles = installed_secret("oracles")
     return _oracles
 
 
@@ -100,7 +95,7 @@ def prepare() -> None:
 
 
 def answer(name: str, args: tuple, kwargs: dict) -> Any:
-    """``graders.oracles.NAME(*args, **kwargs)``, live or replayed (see the module docstring)."""
+    """``graders.secret.oracles.NAME(*args, **kwargs)``, live or replayed (module docstring)."""
     module = oracles()
     if module is None:
         value = _lookup(name, args, kwargs)
@@ -188,7 +183,9 @@ def recording() -> Iterator[dict[str, dict[str, Any]]]:
     """Record every answer and recorded input asked for while the block runs, per lesson."""
     global _recording
     if not live():
-        raise RuntimeError("answers can be recorded only where graders/oracles.py is installed")
+        raise RuntimeError(
+            "answers can be recorded only where graders/secret/oracles.py is installed"
+        )
     if _recording is not None:
         raise RuntimeError("already recording")
     _recording = {}

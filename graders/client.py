@@ -9,7 +9,7 @@ check: the worker is killed with its whole process group and a fresh one starts 
 call. A student's exception (``sys.exit`` included) is just an answer; the worker goes on.
 
 While a call runs, the worker may ask questions: the proxies of the graded function's
-dependencies (graders/worker.py) send their inputs, and graders/dependencies.py answers them
+dependencies (graders/worker.py) send their inputs, and graders/secret/dependencies.py answers them
 here, for that function's dependencies only.
 
 Isolation without a sandbox. The worker runs in its own session and process group with
@@ -483,7 +483,7 @@ class WorkerClient:
         return answer
 
     def _reply(self, question: dict) -> dict:
-        from .dependencies import Refused
+        from .secret.dependencies import Refused
 
         if self._answers is None:
             return {"ok": False, "error": "this grader answers no questions"}
@@ -576,13 +576,12 @@ class WorkerClient:
 
 
 def _dependency_answers() -> Any:
-    """graders/dependencies.py's answerer, or None where it is absent (the student release,
+    """graders/secret/dependencies.py's answerer, or None where it is absent (the student release,
     whose worker then runs a function with the submission's own dependencies)."""
-    try:
-        from .dependencies import Answers
-    except ModuleNotFoundError:
-        return None
-    return Answers()
+    from . import installed_secret
+
+    module = installed_secret("dependencies")
+    return None if module is None else module.Answers()
 
 
 def unpack(packed: Any, what: str) -> Any:

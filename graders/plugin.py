@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
+from core.manifest import Check, Lesson, Manifest, ManifestError, Rule
+
 from . import answers
 from .checking import CheckFailed, GraderUnavailable, same
 from .client import StudentError, WorkerClient, WorkerUnavailable
 from .hints import IN_PLACE
-from .manifest import Check, Lesson, Manifest, ManifestError, Rule
 from .report import Report
 from .rules import breach_in
 from .worker import GENERATOR

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpt.atomic import atomic_write_bytes
+from core.atomic import atomic_write_bytes
+from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
 from .hints import NOT_IMPLEMENTED
-from .manifest import ROOT, Check, Lesson, site_url
 
 NOT_GRADED = "not graded"
 
@@ -285,20 +285,13 @@ def _released_site(root: Path) -> str | None:
 
 def uses(module: str, function: str) -> tuple[str, ...]:
     """The functions of the same lesson that ``function`` runs with the submission's own code
-    (graders/worker.py's DEPENDENCIES): where the checker answers a dependency itself
-    (graders/dependencies.py, the instructor's graders) a mistake in it costs nothing else."""
-    name = f"{module}.{function}"
-    try:
-        from .worker import DEPENDENCIES
-    except ImportError:  # a grader tree without torch: nothing to say
+    (its ``builds_on`` in the manifest): where the checker answers them itself (the secret
+    half, the instructor's graders) a mistake in one costs nothing else, so none."""
+    from . import installed_secret
+
+    if installed_secret("dependencies") is not None:
         return ()
-    try:
-        from .dependencies import Answers
-    except ModuleNotFoundError:  # the student release: every dependency is the student's own
-        answered: set[str] = set()
-    else:
-        answered = set(Answers.names(name))
-    return tuple(n for n in DEPENDENCIES.get(name, ()) if n not in answered)
+    return load_manifest().dependencies(f"{module}.{function}")
 
 
 def render_total(console: Any, report: dict[str, Any]) -> None:

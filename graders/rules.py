@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .manifest import Rule
+from core.manifest import Rule
 
 # Names that could switch the worker's watch off, or run the computation outside it.
 TAMPERING = frozenset(

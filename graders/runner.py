@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_manifest
+from core.manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_manifest
+
 from .report import Report
 from .sandbox import worker_command
 

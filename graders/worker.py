@@ -8,7 +8,7 @@ data. Both directions are ``torch.save`` bytes; the checker reads answers with
 
 Nothing trusted lives here: no expected value, no reference implementation, no rule's
 verdict. A function that builds on others of its module gets *proxies* for them, which ask the
-checker (see DEPENDENCIES); the checker judges every answer in its own process.
+checker (see make_proxies); the checker judges every answer in its own process.
 
 This file runs standalone. ``graders.client`` starts ``python -I -c BOOTSTRAP --target DIR ...``
 with a Unix socket as standard input and sends this file's source there; the process then forks
@@ -96,7 +96,7 @@ def pack(value: Any) -> dict:
     """A value as a separately decodable payload, or why it could not be saved."""
     try:
         kind = type(value).__qualname__
-    except Exception:  # a hostile metaclass
+    except Exception:  # noqa: BLE001 - a hostile metaclass
         kind = "?"
     try:
         return {"type": kind, "payload": encode(value), "error": None}
@@ -117,20 +117,13 @@ def _safe_str(obj: object) -> str:
 # (lm_loss's cross_entropy, fit's train_step, ...) are replaced by *proxies*, so that every check
 # grades one function and a mistake in one function costs only its own checks. A proxy holds no
 # answer: it sends its inputs to the checker, which computes the answer with its trusted
-# implementation (graders/dependencies.py, in the checker's process) and sends back plain data.
-# The checker answers only for the dependencies of the function it is grading at that moment,
-# so a proxy kept for later answers nothing. Where the checker has no trusted implementations
+# implementation (graders/secret/dependencies.py, in the checker's process) and sends back
+# plain data.
+# The checker decides which names are proxied (a function's ``builds_on`` in the manifest) and
+# answers only for the dependencies of the function it is grading at that moment, so a proxy
+# kept for later answers nothing. Where the checker has no trusted implementations
 # (the student release) a request names no proxies, and a function runs with the submission's
 # own versions of its dependencies.
-
-DEPENDENCIES: dict[str, tuple[str, ...]] = {
-    "tokens.encode": ("split_pieces", "bpe_merge"),
-    "objective.lm_loss": ("cross_entropy",),
-    "windows.TokenWindows": ("shift", "window_starts"),
-    "windows.make_loader": ("TokenWindows",),
-    "training.fit": ("train_step", "evaluate"),
-    "generation.generate": ("sample_next",),
-}
 
 
 class DependencyRefused(RuntimeError):
@@ -200,16 +193,27 @@ def make_proxies(ask: Callable[[str, Any], Any]) -> dict[str, Any]:
     def evaluate(model: nn.Module, batches: Any) -> float:
         return ask("evaluate", [_model_state(model), _batches(batches)])
 
-    proxies: dict[str, Any] = {name: pure(name) for name in ("split_pieces", "cross_entropy")}
-    proxies.update({name: pure(name) for name in ("shift", "window_starts")})
-    proxies.update(
-        bpe_merge=bpe_merge,
-        TokenWindows=TokenWindows,
-        sample_next=sample_next,
-        train_step=train_step,
-        evaluate=evaluate,
-    )
-    return proxies
+    # Any other name is a plain-data function: its proxy sends the arguments, gets the value.
+    special = {
+        "bpe_merge": bpe_merge,
+        "TokenWindows": TokenWindows,
+        "sample_next": sample_next,
+        "train_step": train_step,
+        "evaluate": evaluate,
+    }
+    return _Proxies(special, pure)
+
+
+class _Proxies(dict):
+    """The proxies by name: the special ones, else a plain-data proxy made on first use."""
+
+    def __init__(self, special: dict[str, Any], pure: Callable[[str], Callable]) -> None:
+        super().__init__(special)
+        self.pure = pure
+
+    def __missing__(self, name: str) -> Callable:
+        self[name] = proxy = self.pure(name)
+        return proxy
 
 
 # --------------------------------------------------------------------------------------------
@@ -539,7 +543,7 @@ class Worker:
     def proxied(self, function: str, names: list[str]) -> Iterator[None]:
         """Put the proxies of ``function``'s dependencies (those the checker will answer) into
         its module while it runs; the module's own objects return afterwards."""
-        names = [n for n in names if n in DEPENDENCIES.get(function, ())]
+        names = [n for n in names if isinstance(n, str) and n.isidentifier()]
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
         saved = {name: getattr(module, name, missing) for name in names}
@@ -669,10 +673,9 @@ def harden(memory: int, cpu: int, fsize: int, nproc: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
 
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    _die_with_parent()
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no core dumps, no ptrace by others
     libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
     libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
@@ -828,14 +831,20 @@ def _reap(pid: int) -> None:
         pass
 
 
-def serve(fd: int, target: str) -> None:
-    """One lesson: import the student's code and answer requests on ``fd`` until it closes."""
-    os.setpgid(0, 0)  # its own group: the next fork kills whatever this one started
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: this process ends with its parent (Linux). This file runs standalone,
+    so it keeps its own copy of core.cli.die_with_parent."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
 
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: fork clears it
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+def serve(fd: int, target: str) -> None:
+    """One lesson: import the student's code and answer requests on ``fd`` until it closes."""
+    os.setpgid(0, 0)  # its own group: the next fork kills whatever this one started
+    _die_with_parent()  # fork clears it
     worker = Worker(target, fd, fd)
     write_frame(fd, encode({"ok": True, "pid": os.getpid()}))
     while True:

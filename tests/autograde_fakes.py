@@ -29,7 +29,7 @@ def marks(fails: dict[str, str | None], sleep: float = 0.0) -> str:
 def fake_grade(
     lesson: str, files: dict[str, bytes], *, sandbox: bool = True, timeout: float = 900.0
 ) -> dict[str, Any]:
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
 
     about = load_manifest().lesson(lesson)
     text = files[f"{about.module}.py"].decode()

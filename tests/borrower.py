@@ -123,7 +123,7 @@ def borrowing_module(
 
 def borrowing_submission(directory: Path, search_files: bool) -> Path:
     """A package whose every lesson function borrows (see BORROWER)."""
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
 
     target = directory / "borrower"
     target.mkdir()

@@ -60,14 +60,14 @@ def small_corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory) -> Path:
-    """A course directory with every lesson released (``python -m graders.instructor release``):
+    """A course directory with every lesson released (``python -m instructor release``):
     the student release in release/SLUG/. Skips where nbgrader is not installed."""
     import subprocess
 
     pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
     course = tmp_path_factory.mktemp("released") / "course"
     done = subprocess.run(
-        [sys.executable, "-m", "graders.instructor", "--course", str(course), "release"],
+        [sys.executable, "-m", "instructor", "--course", str(course), "release"],
         cwd=ROOT,
         capture_output=True,
         text=True,

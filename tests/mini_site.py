@@ -13,7 +13,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LINKED = ["course", "site", "solutions", "exercises", "graders", "gpt", "pyproject.toml"]
+LINKED = [
+    "core",
+    "course",
+    "site",
+    "solutions",
+    "exercises",
+    "graders",
+    "gpt",
+    "live",
+    "pyproject.toml",
+]
 
 
 def build_mini_site(

@@ -19,7 +19,7 @@ def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
         [
             sys.executable,
             "-m",
-            "graders.compare",
+            "gpt.compare",
             "--target",
             str(target),
             "--steps",

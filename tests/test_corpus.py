@@ -358,14 +358,21 @@ def test_non_utf8_file_is_a_corpus_error(tmp_path: Path) -> None:
 # The course's own pages
 
 
+def _lesson(number: int, page: str) -> str:
+    """A lesson of the manifest with nothing but what the corpus reads: its page."""
+    return (
+        f'[[lesson]]\nnumber = {number}\nslug = "l{number}"\ntitle = "L"\npage = "{page}"\n'
+        f'module = "m{number}"\nlevel = "beginner"\nfunctions = ["f"]\n'
+        'sections = { f = "s" }\n\n'
+    )
+
+
 def _fake_course(root: Path) -> Path:
     course = root / "course"
     (course / "chapters").mkdir(parents=True)
+    pages = ["02-second", "09-not-written-yet", "01-first"]
     (course / "lessons.toml").write_text(
-        '[[lesson]]\nnumber = 1\npage = "chapters/02-second.md"\n\n'
-        '[[lesson]]\nnumber = 2\npage = "chapters/09-not-written-yet.md"\n\n'
-        '[[lesson]]\nnumber = 3\npage = "chapters/01-first.md"\n\n'
-        '[[lesson]]\nnumber = 4\npage = "chapters/01-first.md"\n',  # listed twice: read once
+        "".join(_lesson(number, f"chapters/{page}.md") for number, page in enumerate(pages, 1)),
         encoding="utf-8",
     )
     (course / "index.md").write_text(
@@ -407,6 +414,6 @@ def test_missing_course_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_course_folder_without_pages_is_a_clear_error(tmp_path: Path) -> None:
-    (tmp_path / "lessons.toml").write_text('[[lesson]]\npage = "chapters/x.md"\n')
+    (tmp_path / "lessons.toml").write_text(_lesson(1, "chapters/x.md"))
     with pytest.raises(CorpusError, match="no course pages"):
         load_corpus("course", course_dir=tmp_path)

@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
-from gpt.lessons import MODULES
+from gpt.lessons import modules
 
 # generation's functions need a model, so its docstrings carry no runnable example.
-LESSON_MODULES = [name for name in MODULES if name != "generation"]
+LESSON_MODULES = [name for name in modules() if name != "generation"]
 
 
 @pytest.mark.parametrize("name", LESSON_MODULES)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import graders
+from core.manifest import load_manifest
 from graders.client import WorkerClient
 from graders.hints import NOT_IMPLEMENTED
-from graders.manifest import load_manifest
 from graders.runner import GradingError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -267,15 +267,13 @@ def test_a_check_can_set_its_own_timeout(tmp_path):
 
 def test_trusted_dependencies_are_plugged_in_only_where_installed(tmp_path, monkeypatch):
     """The instructor's graders run lm_loss with a trusted cross_entropy; a released copy of the
-    graders (no graders/trusted.py) runs it with the submission's own."""
+    graders (no graders/secret/trusted.py) runs it with the submission's own."""
     import torch
     from grader_variants import Variant, build_target
 
     from graders import client as client_module
-    from graders import gpt2, trusted
     from graders.client import StudentError
 
-    assert trusted.GPT2_PATTERN == gpt2.GPT2_PATTERN
     stub = Variant(
         "objective",
         "cross_entropy",
@@ -447,12 +445,12 @@ def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path, monkeypatch
 
     from rich.console import Console
 
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
     from graders.report import Report, render_lesson, uses
 
     # The instructor's checker answers TokenWindows' shift itself: no mistake of shift reaches it.
     assert uses("windows", "TokenWindows") == ()
-    monkeypatch.setitem(sys.modules, "graders.dependencies", None)  # the student release
+    monkeypatch.setitem(sys.modules, "graders.secret.dependencies", None)  # the student release
     assert uses("windows", "TokenWindows") == ("shift", "window_starts")
 
     manifest = load_manifest()

@@ -146,8 +146,8 @@ HOSTILE = {
             for test in list(tree.glob("graders/*/test_*.py")):
                 test.write_text("def test_nothing():\\n    pass\\n")
             (tree / "graders" / "worker.py").write_text("raise SystemExit(0)\\n")
-            (tree / "graders" / "trusted.py").write_text("raise SystemExit(0)\\n")
-            (tree / "graders" / "oracles.py").write_text("raise SystemExit(0)\\n")
+            (tree / "graders" / "secret" / "trusted.py").write_text("raise SystemExit(0)\\n")
+            (tree / "graders" / "secret" / "oracles.py").write_text("raise SystemExit(0)\\n")
             (tree / "course" / "lessons.toml").write_text("garbage")
             empty = torch.zeros(0, seq_len, dtype=torch.long)
             return empty, empty.clone()
@@ -171,10 +171,10 @@ LESSONS = ["embeddings", "windows", "attention", "objective", "packing", "genera
 
 
 def grader_tree(directory: Path) -> Path:
-    """A copy of the parts of the project that grade: graders/, the provided gpt/ (GPT-2's
+    """A copy of the parts of the project that grade: core/, graders/, the provided gpt/ (GPT-2's
     vocabulary loader) and the manifest."""
     tree = directory / "tree"
-    for package in ("graders", "gpt"):
+    for package in ("core", "graders", "gpt"):
         shutil.copytree(
             ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__")
         )
@@ -522,7 +522,7 @@ def test_an_import_failure_is_reported_once_without_hints(tmp_path):
     out = result.stdout
     assert out.count("SyntaxError") == 1, out
     assert out.index("SyntaxError") < out.index(lesson["checks"][0]["id"]), out
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
 
     hints = [c.hint for c in load_manifest().lesson("objective").checks]
     assert not any(hint in out for hint in hints), out

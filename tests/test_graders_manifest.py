@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.manifest import ManifestError, load_manifest, parse_manifest, site_url
+from core.manifest import ManifestError, load_manifest, parse_manifest, site_url
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = tomllib.loads((ROOT / "course" / "lessons.toml").read_text())

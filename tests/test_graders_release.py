@@ -1,12 +1,12 @@
 """The released graders judge like the instructor's, without any solution code.
 
-The student release leaves out graders/oracles.py and graders/trusted.py; its public checks
-replay the answers recorded at release time (graders/answers.py), and its worker grades a
-function with the submission's own versions of the functions it builds on. These tests grade
-with the released graders themselves (every lesson's release/SLUG/graders/, merged into one
-tree, run in a process of their own): full marks on solutions/, none on exercises/, every
-wrong variant of tests/grader_variants.py that a public check catches rejected with the hint
-that names its mistake, and every correct variant written differently given every point.
+The student release leaves out graders/secret/ (the oracles, the trusted dependencies); its public
+checks replay the answers recorded at release time (graders/answers.py), and its worker grades a
+function with the submission's own versions of the functions it builds on. These tests grade with
+the released graders themselves (every lesson's release/SLUG/graders/, merged into one tree, run in
+a process of their own): full marks on solutions/, none on exercises/, every wrong variant of
+tests/grader_variants.py that a public check catches rejected with the hint that names its mistake,
+and every correct variant written differently given every point.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 from grader_variants import RIGHT, WRONG, Variant, assert_hints_name_the_mistake, build_target
 
-from graders.manifest import load_manifest
-from graders.worker import DEPENDENCIES
+from core.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +55,8 @@ def released_tree(released_course, tmp_path_factory) -> Path:
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, dest)
-    shutil.copytree(released_course / "release" / SLUGS[0] / "gpt", tree / "gpt")  # provided
+    for provided in ("core", "gpt"):
+        shutil.copytree(released_course / "release" / SLUGS[0] / provided, tree / provided)
     (tree / "course").mkdir()
     shutil.copyfile(
         released_course / "release" / SLUGS[0] / "course" / "lessons.toml",
@@ -89,8 +89,8 @@ def test_the_release_ships_recorded_answers_and_no_oracles(released_course):
         graders = released_course / "release" / slug / "graders"
         assert (graders / "public" / f"answers_{slug}.pt").is_file(), slug
         names = {p.name for p in graders.rglob("*") if p.is_file()}
-        assert not names & {"oracles.py", "trusted.py", "compare.py"}, slug
-        assert not (graders / "hidden").exists(), slug
+        assert "trusted.py" not in names, slug
+        assert not (graders / "hidden").exists() and not (graders / "secret").exists(), slug
 
 
 def test_released_graders_give_full_marks_to_solutions_and_none_to_stubs(released_tree):
@@ -114,12 +114,12 @@ def test_released_graders_give_full_marks_to_solutions_and_none_to_stubs(release
 
 
 def _builds_on(key: str) -> set[str]:
-    """The module.function names ``key`` calls, directly or not (graders.worker.DEPENDENCIES)."""
+    """The module.function names ``key`` calls, directly or not (its builds_on in the manifest)."""
     module = key.partition(".")[0]
     found: set[str] = set()
     todo = [key]
     while todo:
-        for name in DEPENDENCIES.get(todo.pop(), ()):
+        for name in MANIFEST.dependencies(todo.pop()):
             if f"{module}.{name}" not in found:
                 found.add(f"{module}.{name}")
                 todo.append(f"{module}.{name}")

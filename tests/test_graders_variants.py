@@ -16,7 +16,7 @@ from grader_variants import (
 )
 
 import graders
-from graders.manifest import load_manifest
+from core.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
 MANIFEST = load_manifest()

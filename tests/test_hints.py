@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.manifest import load_manifest
+from core.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 MIN_CHARS = 8  # a copied span this long (spaces removed) is an expression, not a name

@@ -38,14 +38,14 @@ needs_bwrap = pytest.mark.skipif(
 
 
 def manifest():
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
 
     return load_manifest()
 
 
 def instructor(course: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "graders.instructor", "--course", str(course), *args],
+        [sys.executable, "-m", "instructor", "--course", str(course), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -59,7 +59,7 @@ def instructor(course: Path, *args: str, timeout: float = 600) -> subprocess.Com
 def test_public_manifest_has_no_hidden_checks():
     import tomllib
 
-    from graders.instructor.release import public_manifest
+    from instructor.release import public_manifest
 
     text = public_manifest()
     data = tomllib.loads(text)
@@ -75,8 +75,27 @@ def test_public_manifest_has_no_hidden_checks():
             assert check.hint in public_hints or check.hint not in text
 
 
+def test_release_ships_by_folder_so_a_new_secret_module_stays_home(tmp_path):
+    """What ships is a rule about folders: a module planted in graders/secret/ (or hidden/)
+    never ships, one planted beside the harness does, and of graders/public/ only the
+    lesson's own graders go."""
+    from instructor.release import released_grader_files
+
+    graders = tmp_path / "graders"
+    shutil.copytree(ROOT / "graders", graders, ignore=shutil.ignore_patterns("__pycache__"))
+    (graders / "secret" / "new_answers.py").write_text("ANSWER = 42\n")
+    (graders / "secret" / "deep").mkdir()
+    (graders / "secret" / "deep" / "more.py").write_text("ANSWER = 43\n")
+    (graders / "hidden" / "test_new.py").write_text("def test_x():\n    pass\n")
+    (graders / "harness_helper.py").write_text("HELP = 1\n")
+    lesson = manifest().lesson("objective")
+    shipped = set(released_grader_files(lesson, graders))
+    assert "harness_helper.py" in shipped and "worker.py" in shipped
+    assert "public/test_objective.py" in shipped and "public/test_tokens.py" not in shipped
+    assert not {name for name in shipped if name.startswith(("secret/", "hidden/"))}
+
 def test_lesson_notebook_carries_the_manifest_points():
-    from graders.instructor.release import lesson_notebook
+    from instructor.release import lesson_notebook
 
     lesson = manifest().lesson(LESSON)
     nb = lesson_notebook(lesson, "https://example.org/course/")
@@ -96,7 +115,7 @@ def test_lesson_notebook_carries_the_manifest_points():
 
 
 def test_collector_maps_zip_files_to_students():
-    from graders.instructor.collect import SubmissionCollector
+    from instructor.collect import SubmissionCollector
 
     collect = SubmissionCollector().collect
     base = "/c/downloaded/embeddings/extracted"
@@ -115,7 +134,7 @@ def test_collector_maps_zip_files_to_students():
 
 
 def test_hide_hidden_tests_keeps_only_the_score():
-    from graders.instructor.preprocessors import HideHiddenTests
+    from instructor.preprocessors import HideHiddenTests
 
     cell = nbformat.v4.new_code_cell(
         "# hidden\n### BEGIN HIDDEN TESTS\ncheck('x', 'secret-check')\n### END HIDDEN TESTS"
@@ -561,7 +580,7 @@ def test_partial_credit_is_per_check(graded_class):
 def _hidden_texts(lesson) -> list[str]:
     """Text that identifies the hidden graders: check ids, hints, and their test code (what
     the public graders, the harness they run on and the public checks do not say as well)."""
-    from graders.instructor.release import public_manifest, released_grader_files
+    from instructor.release import public_manifest, released_grader_files
 
     public = "".join(path.read_text() for path in released_grader_files(lesson).values())
     public += public_manifest()
@@ -635,12 +654,12 @@ def _solution_lines() -> set[str]:
 
 
 def _implementation_lines() -> set[str]:
-    """Distinctive lines of graders/trusted.py and graders/oracles.py, whose functions implement
+    """Distinctive lines of graders/secret/ (trusted.py, oracles.py), whose functions implement
     exercises: every line of 24 characters or more in a function's body (its signature,
     docstring and comments aside), less the lines of the provided code."""
     found = set()
-    for name in ("trusted.py", "oracles.py"):
-        source = (ROOT / "graders" / name).read_text()
+    for path in sorted((ROOT / "graders" / "secret").rglob("*.py")):
+        source = path.read_text()
         lines = source.splitlines()
         for node in ast.walk(ast.parse(source)):
             if not isinstance(node, ast.FunctionDef):
@@ -711,8 +730,10 @@ def test_release_harness_holds_no_solution_of_any_lesson(released_course):
         files = _texts(folder)
         names = {p.relative_to(folder).as_posix() for p in files}
         assert {f"{lesson.slug}.ipynb", f"graders/public/answers_{lesson.slug}.pt"} <= names
-        assert not {"graders/oracles.py", "graders/trusted.py"} & names
-        assert not any(n.startswith(("graders/hidden/", "solutions/")) for n in names)
+        assert not any(
+            n.startswith(("graders/hidden/", "graders/secret/", "solutions/", "instructor/"))
+            for n in names
+        )
         secrets = _hidden_texts(lesson) + ["BEGIN HIDDEN TESTS"]
         for path, text in files.items():
             where = path.relative_to(release)
@@ -800,7 +821,7 @@ def _fake_submit(course: Path, student: str, fails: dict, *, lesson: str = LESSO
 def _released_points(course: Path) -> dict[str, float]:
     """Check id -> points of the lesson's notebook as released (the manifest may have gained
     checks since: the release is what was graded)."""
-    from graders.instructor.gradebook import check_of_cell
+    from instructor.gradebook import check_of_cell
 
     nb = nbformat.read(course / "source" / LESSON / f"{LESSON}.ipynb", as_version=4)
     return {
@@ -831,8 +852,8 @@ def fake_class(released_course, tmp_path_factory):
     that cannot be graded."""
     from autograde_fakes import fake_grade
 
-    from graders.instructor import autograde as pipeline
-    from graders.instructor.course import Course
+    from instructor import autograde as pipeline
+    from instructor.course import Course
 
     root = tmp_path_factory.mktemp("fake-class") / "course"
     shutil.copytree(released_course, root)
@@ -868,7 +889,7 @@ def fake_class(released_course, tmp_path_factory):
 
 
 def test_a_cluster_worker_imports_little_before_its_first_task():
-    """A Dask worker unpickles graders.instructor.grading.grade_files before it grades
+    """A Dask worker unpickles instructor.grading.grade_files before it grades
     anything: that module must not pull in the recording's libraries (nbformat's validator
     alone costs a second per worker) nor torch (the harness's own process imports it)."""
     heavy = ["distributed", "jsonschema", "nbformat", "nbgrader", "sqlalchemy", "torch"]
@@ -876,8 +897,7 @@ def test_a_cluster_worker_imports_little_before_its_first_task():
         [
             sys.executable,
             "-c",
-            "import sys, graders.instructor.grading; "
-            f"print([m for m in {heavy!r} if m in sys.modules])",
+            f"import sys, instructor.grading; print([m for m in {heavy!r} if m in sys.modules])",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -896,9 +916,9 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     from autograde_fakes import fake_grade
     from nbgrader.api import Gradebook
 
-    from graders.instructor import autograde as pipeline
-    from graders.instructor.course import Course
-    from graders.instructor.export import export
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.export import export
 
     root = tmp_path / "course"
     shutil.copytree(released_course, root)
@@ -956,7 +976,7 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
         assert gb.find_submission(LESSON, "late").late_submission_penalty == 1
 
     # Mistakes in that setting: one line naming the problem, before anything is graded.
-    from graders.instructor.course import SetupError
+    from instructor.course import SetupError
 
     (config / "nbgrader_config.py").write_text(
         'c.AssignLatePenalties.plugin_class = "no_such_module.Plugin"\n'
@@ -1038,7 +1058,7 @@ def test_instructor_commands_handle_lessons_without_submissions(fake_class):
 def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
     import csv
 
-    from graders.instructor.mistakes import write_report
+    from instructor.mistakes import write_report
 
     course = fake_class["course"].root
     write_report(fake_class["course"])
@@ -1069,7 +1089,7 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
 def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from graders.instructor.mistakes import write_report
+    from instructor.mistakes import write_report
 
     page_path = write_report(fake_class["course"], tmp_path)[0]
     with sync_playwright() as playwright:
@@ -1097,8 +1117,8 @@ def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
 def test_a_gradebook_from_another_course_is_refused_in_one_line(
     fake_class, tmp_path, capsys, monkeypatch
 ):
-    from graders.instructor.__main__ import main
-    from graders.instructor.course import GRADEBOOK_ENV
+    from instructor.__main__ import main
+    from instructor.course import GRADEBOOK_ENV
 
     monkeypatch.setenv(GRADEBOOK_ENV, "")  # main sets it from --gradebook; restored after
     other = tmp_path / "other.db"
@@ -1121,8 +1141,8 @@ def test_a_gradebook_from_another_course_is_refused_in_one_line(
 
 
 def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
-    from graders.instructor.collect import collect
-    from graders.instructor.course import Course
+    from instructor.collect import collect
+    from instructor.course import Course
 
     course = Course.at(tmp_path / "course")
     archive = course.downloaded / LESSON / "archive"
@@ -1156,7 +1176,7 @@ def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
 
 
 def test_release_site_url_and_requirements(released_course, monkeypatch):
-    from graders.instructor.release import is_local, site_base
+    from instructor.release import is_local, site_base
 
     monkeypatch.delenv("COURSE_SITE_URL", raising=False)
     assert is_local(site_base())  # mkdocs.yml's default: `nox -s serve`'s address
@@ -1268,9 +1288,9 @@ def test_cluster_autograde_on_postgresql_matches_one_process(
     from nbgrader.api import Gradebook
     from sqlalchemy import create_engine, text
 
-    from graders.instructor import autograde as pipeline
-    from graders.instructor.course import Course, api
-    from graders.instructor.gradebook import HISTORY
+    from instructor import autograde as pipeline
+    from instructor.course import Course, api
+    from instructor.gradebook import HISTORY
 
     checks = list(_released_points(released_course))
     for name in ("PYTHONSAFEPATH", "PYTHONPATH", "PATH"):  # api() sets the kernels' ones

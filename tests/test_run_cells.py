@@ -1,4 +1,4 @@
-"""Pages you can run: `python -m graders.course_server` driven by Debian's chromium.
+"""Pages you can run: `python -m live.course_server` driven by Debian's chromium.
 
 One small site (chapter 3 and the progress page, built through an inheriting config in a
 folder of links to the repository, so the real hooks and pages are used) is served by the
@@ -33,7 +33,7 @@ pytest.importorskip("jupyter_server", reason="the course server needs jupyter_se
 
 def test_server_refuses_a_missing_site_in_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "graders.course_server", "--site", str(tmp_path / "nothing")],
+        [sys.executable, "-m", "live.course_server", "--site", str(tmp_path / "nothing")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -48,7 +48,7 @@ def test_kernel_setup_aliases_lesson_modules_and_caps_output(tmp_path: Path) -> 
     mine = _student_package(tmp_path)
     code = (
         "import io, sys\n"
-        "from graders import kernel_setup as k\n"
+        "from live import kernel_setup as k\n"
         f"k.use_exercises(__import__('pathlib').Path({str(mine)!r}))\n"
         "from solutions.windows import shift, window_starts\n"
         "import torch\n"
@@ -114,7 +114,7 @@ def course(tmp_path_factory) -> Iterator[dict]:
         [
             sys.executable,
             "-m",
-            "graders.course_server",
+            "live.course_server",
             "--site",
             str(site),
             "--port",

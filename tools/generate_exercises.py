@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, sys.path[0] is tools/
     sys.path.insert(0, str(ROOT))
 
-from graders.manifest import Lesson, load_manifest  # noqa: E402
+from core.manifest import Lesson, load_manifest  # noqa: E402
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 _DEF = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+(\w+)")

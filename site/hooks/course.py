@@ -1,7 +1,7 @@
 """MkDocs hook: the course's own machinery, driven by two data files.
 
 ``course/lessons.toml`` (the lesson manifest, read through its one loader,
-``graders.manifest``) gives, for every chapter page:
+``core.manifest``) gives, for every chapter page:
 
 - a header line under the H1: "Part N of 8 · about X min read · level";
 - the exercise box that replaces the chapter's ``<!-- exercise-box -->`` line: the stub
@@ -55,7 +55,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
 
 if TYPE_CHECKING:
-    from graders.manifest import Lesson
+    from core.manifest import Lesson
 
 log = logging.getLogger("mkdocs.hooks.course")
 
@@ -91,10 +91,10 @@ def slugify(text: str) -> str:
 
 
 def load_lessons(path: Path) -> list[Lesson]:
-    """The manifest's lessons in number order, through graders.manifest (the one loader).
+    """The manifest's lessons in number order, through core.manifest (the one loader).
 
     The repository root must be on sys.path (on_config puts it there first)."""
-    from graders.manifest import ManifestError, load_manifest
+    from core.manifest import ManifestError, load_manifest
 
     try:
         manifest = load_manifest(path)
@@ -387,7 +387,7 @@ def on_config(config, **kwargs):
     STATE = State()
     STATE.root = Path(config.config_file_path).resolve().parent
     STATE.docs_dir = Path(config.docs_dir)
-    # The repository root on sys.path: the manifest's loader (graders.manifest) and the
+    # The repository root on sys.path: the manifest's loader (core.manifest) and the
     # chapters' exec'd examples (solutions) import from it, even when mkdocs runs as a console
     # script (whose sys.path[0] is the venv's bin/). Before the lessons are loaded.
     if str(STATE.root) not in sys.path:
@@ -654,7 +654,7 @@ def typeset_math(content: str, where: str) -> str:
         tex = tex.strip()
         try:
             mathml = latex_to_mathml(tex, display="block" if tag == "div" else "inline")
-        except Exception as error:  # latex2mathml's errors share no base class
+        except Exception as error:  # noqa: BLE001 - latex2mathml's errors share no base class
             log.warning(
                 f"course hook: {where}: cannot typeset the formula ${tex}$ "
                 f"({type(error).__name__}: {error}); fix its LaTeX"

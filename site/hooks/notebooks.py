@@ -10,7 +10,7 @@ build time) is one *cell*. From the same parse this hook makes:
   link and how to run the examples in the page (``nox -s course``);
 - a start and an end marker around each block's rendering and the cells' sources as JSON
   (``<script id="course-cells">``), which ``assets/javascripts/run.js`` turns into Run and
-  Edit buttons when the page is served by ``python -m graders.course_server``;
+  Edit buttons when the page is served by ``python -m live.course_server``;
 - the "Your progress" page: ``<!-- progress -->`` in ``course/progress.md`` becomes the table
   that run.js fills from the latest grading report.
 
@@ -237,7 +237,7 @@ def on_config(config, **kwargs):
     root = Path(config.config_file_path).resolve().parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from graders.manifest import ManifestError, load_manifest
+    from core.manifest import ManifestError, load_manifest
 
     try:
         manifest = load_manifest(Path(config.docs_dir) / "lessons.toml")

@@ -4,7 +4,7 @@
  * navigation) this script reads what site/hooks/notebooks.py put in the page: the cells' sources
  * (<script id="course-cells">) and the markers around each example's rendering.
  *
- * Served by `nox -s course` (python -m graders.course_server), the page carries
+ * Served by `nox -s course` (python -m live.course_server), the page carries
  * <meta name="course-live">; then every example gets Run and Edit, executed in a Jupyter kernel
  * on this machine through Jupyter's kernel API (REST /api/kernels + the kernel's websocket,
  * messaging protocol 5.3). One kernel per page: it starts on the first Run, runs the page's
@@ -274,7 +274,7 @@
       } else if (type === "error") {
         const lines = (content.traceback || []).map((line) => line.replace(ANSI, ""));
         if (lines.length <= 1) {
-          // One line: an unimplemented stub, or the output limit (graders/kernel_setup.py).
+          // One line: an unimplemented stub, or the output limit (live/kernel_setup.py).
           this.note(lines[0] || `${content.ename}: ${content.evalue}`, "course-live-note course-live-stub");
         } else {
           const pre = el("pre", "course-live-error");

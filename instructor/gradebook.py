@@ -42,11 +42,11 @@ from sqlalchemy import (
     select,
 )
 
+from core.manifest import Check, Manifest, load_manifest
 from graders.hints import NOT_IMPLEMENTED
-from graders.manifest import Check, Manifest, load_manifest
+from graders.notebook import render
 
 from .course import COURSE_ID, PACKAGE, Course
-from .notebook import render
 
 CALL = re.compile(r"""check\(\s*["']([\w.-]+)["']\s*,\s*["']([\w.-]+)["']\s*\)""")
 HISTORY = Table(

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from graders.manifest import load_manifest
+from core.manifest import load_manifest
 
 from .course import COURSE_ID, Course
 from .gradebook import check_of_cell

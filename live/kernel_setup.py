@@ -48,7 +48,7 @@ class _CappedStream:
 
 
 def lesson_modules() -> list[str]:
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
 
     return [lesson.module for lesson in load_manifest(MANIFEST).lessons]
 

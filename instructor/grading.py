@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graders.manifest import ROOT
+from core.cli import die_with_parent
+from core.manifest import ROOT
+from graders.notebook import harness_command
 
 from .course import PACKAGE
-from .notebook import harness_command
 
 DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
 ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
@@ -64,7 +65,7 @@ def grade_files(
                     stderr=subprocess.STDOUT,
                     timeout=timeout,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
                 output += proc.stdout[-(1 << 20) :]
                 if proc.returncode != 0:
@@ -89,18 +90,6 @@ def grade_files(
         "seconds": round(time.monotonic() - started, 2),
         "log": output.decode("utf-8", "replace"),
     }
-
-
-def _die_with_parent() -> None:
-    """The grading run ends with the process that started it (a cluster worker killed
-    mid-task leaves no orphan grading on): PR_SET_PDEATHSIG, Linux only."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-    except Exception:  # noqa: BLE001 - elsewhere the run simply outlives a killed worker
-        pass
 
 
 def graded_any(report: dict | None) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.manifest import Check, Lesson, Manifest, load_manifest
+from core.manifest import Check, Lesson, Manifest, load_manifest
 
 from .course import COURSE_ID, Course
 from .export import write_atomic, write_csv

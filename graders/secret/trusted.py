@@ -1,13 +1,14 @@
 """Trusted implementations of exercises: instructors' graders only, never released.
 
 They run in the checker's process only, never in the worker that runs the student's code: the
-oracles (graders/oracles.py) compute expected answers with them, and graders/dependencies.py
-answers the worker's proxies with them (``fit`` is graded with a correct ``train_step`` and
-``evaluate``, ``lm_loss`` with a correct ``cross_entropy``, ...), so that every check grades one
-function and a mistake in one function costs only its own checks.
+oracles (graders/secret/oracles.py) compute expected answers with them, and
+graders/secret/dependencies.py answers the worker's proxies with them (``fit`` is graded with
+a correct ``train_step`` and ``evaluate``, ``lm_loss`` with a correct ``cross_entropy``, ...),
+so that every check grades one function and a mistake in one function costs only its own
+checks.
 
 These are reference implementations of exercises, so this file is as secret as solutions/:
-the student release leaves it out (graders/instructor/release.py), and a released copy of the
+the student release leaves it out (instructor/release.py), and a released copy of the
 graders, which lacks it, grades a function with the submission's own versions of the
 functions it builds on.
 """
@@ -21,8 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-# GPT-2's pre-tokenization pattern (graders/gpt2.py holds the same; a test keeps them equal).
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+from gpt.vocab import GPT2_PATTERN
 
 
 def next_token_loss(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:

@@ -1,7 +1,7 @@
-"""``python -m graders.course_server``: the course site on your machine, runnable and live.
+"""``python -m live.course_server``: the course site on your machine, runnable and live.
 
-    python -m graders.course_server                  # build/site at http://127.0.0.1:8008/course/
-    python -m graders.course_server --exercises DIR  # "with my code" uses another package
+    python -m live.course_server                  # build/site at http://127.0.0.1:8008/course/
+    python -m live.course_server --exercises DIR  # "with my code" uses another package
 
 It is a Jupyter server (``jupyter_server``) with three additions:
 
@@ -11,7 +11,7 @@ It is a Jupyter server (``jupyter_server``) with three additions:
   executing in a real IPython kernel started through Jupyter's own kernel API
   (``/api/kernels`` and its websocket), one kernel per open page, with the repository root as
   its working directory (so ``solutions``, ``exercises`` and the provided code import);
-- the code each page's kernel runs first (``graders.kernel_setup``): the reference
+- the code each page's kernel runs first (``live.kernel_setup``): the reference
   ``solutions``, or with the page's "With my code" switch the student's package in its place;
 - ``/course-api/report`` returns the latest grading report (``nox -s grade`` writes
   build/grading-report.json), which the progress page and the exercise boxes poll.
@@ -30,23 +30,20 @@ import secrets
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from core.cli import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SITE = ROOT / "build" / "site"
 PREFIX = "/course/"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see python -m graders.course_server --help)\n")
-
-
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from .runner import DEFAULT_REPORT
+    from graders.runner import DEFAULT_REPORT
 
-    parser = _Parser(
-        prog="python -m graders.course_server",
+    parser = Parser(
+        prog="python -m live.course_server",
         description="Serve the built course site with Run buttons, 'with my code' and live "
         "progress, on 127.0.0.1 only.",
     )
@@ -81,7 +78,7 @@ def kernel_setup_code(exercises: Path | None, output_limit: int) -> str:
     """What a page's kernel runs before its first block."""
     target = "None" if exercises is None else repr(str(exercises.resolve()))
     return (
-        "import graders.kernel_setup as _course_setup\n"
+        "import live.kernel_setup as _course_setup\n"
         f"_course_setup.setup(exercises={target}, output_limit={output_limit})\n"
         "del _course_setup\n"
     )

@@ -24,16 +24,16 @@ starts with its position, which lets autograde rebuild the notebook from the gra
 ``nbgrader generate_assignment`` then records the cells in the gradebook and writes
 ``release/SLUG/``.
 
-No solution code ships. Nothing of solutions/ or graders/hidden/ is ever copied, nor the
-grader files that hold or use implementations of exercises: graders/oracles.py (the checks'
-answers, correct and mistaken), graders/trusted.py and graders/dependencies.py (the checker's
-answers to the worker's proxies of a function's dependencies).
+No solution code ships. What ships is decided by folders: nothing of solutions/,
+instructor/, graders/hidden/ or graders/secret/ (the oracles, the checks' answers correct and
+mistaken, and the trusted dependencies the checker answers the worker's proxies with) is ever
+copied.
 Instead, the public checks are run here on solutions/ while graders/answers.py records every
 answer they ask for (the reference must score full marks), and each lesson's answers ship as
 data, graders/public/answers_SLUG.pt, which the released checks replay. Without
 them, a released worker grades a function with the submission's own versions of the functions
 it builds on (the notebook says so); instructor autograde runs the full grader
-tree from the instructor's repository (graders.instructor.autograde), so it grades live,
+tree from the instructor's repository (instructor.autograde), so it grades live,
 public and hidden checks alike, with the trusted dependencies.
 """
 
@@ -51,14 +51,19 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from graders.manifest import ROOT, Lesson, Manifest, load_manifest, parse_manifest, site_url
+from core.manifest import (
+    ROOT,
+    Lesson,
+    Manifest,
+    load_manifest,
+    parse_manifest,
+    public_view,
+    site_url,
+)
 
 from .course import PACKAGE, Course, api, write_config_file
 
 GRADERS = ROOT / "graders"
-# graders/*.py that the release leaves out: compare.py trains against solutions/; oracles.py and
-# trusted.py hold implementations of exercises (their answers ship as recorded data instead).
-NOT_RELEASED = {"compare.py", "dependencies.py", "oracles.py", "trusted.py"}
 JUPYTER = "jupyterlab>=4,<5"  # to open the lesson notebook
 VOCAB_PACKAGE = "openai-whisper==20250625"  # as in noxfile.py: ships gpt2.tiktoken
 SETUP = """\
@@ -69,7 +74,7 @@ import sys
 
 if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # instructors: never import from here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]
-from graders.instructor.notebook import check"""
+from graders.notebook import check"""
 
 
 def site_base(url: str | None = None) -> str:
@@ -133,11 +138,9 @@ def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
 
 def dependencies(lesson: Lesson) -> str:
     """Which of the lesson's functions call which others of its module, in words ("" if none)."""
-    from graders.worker import DEPENDENCIES
-
     parts = []
     for function in lesson.functions:
-        names = DEPENDENCIES.get(f"{lesson.module}.{function}", ())
+        names = lesson.dependencies(function)
         if names:
             listed = " and ".join(f"`{name}`" for name in names)
             parts.append(f"`{function}` uses {listed}")
@@ -227,48 +230,14 @@ reference versions are plugged in, so that every check grades its own function o
 # -- the public manifest ------------------------------------------------------------------------
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        pairs = (f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
-        return "{ " + ", ".join(pairs) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
 def public_manifest(path: Path | None = None) -> str:
-    """The manifest's TOML without its hidden checks (and so without their hints)."""
+    """The manifest's TOML without its hidden checks (and so without their hints): its public
+    view (core.manifest.public_view), written with tomli-w."""
+    import tomli_w
+
     data = tomllib.loads(Path(path or ROOT / "course" / "lessons.toml").read_text("utf-8"))
-    out = ["# The lesson manifest, public checks only (generated for the student release).", ""]
-    for lesson in data["lesson"]:
-        out.append("[[lesson]]")
-        for key, value in lesson.items():
-            if key != "check":
-                out.append(f"{_toml_key(key)} = {_toml_value(value)}")
-        out.append("")
-        for check in lesson.get("check", []):
-            if check.get("hidden"):
-                continue
-            out.append("[[lesson.check]]")
-            for key, value in check.items():
-                if key != "mistakes":
-                    out.append(f"{_toml_key(key)} = {_toml_value(value)}")
-            if check.get("mistakes"):
-                out.append("[lesson.check.mistakes]")
-                for key, value in check["mistakes"].items():
-                    out.append(f"{_toml_key(key)} = {_toml_value(value)}")
-            out.append("")
-    text = "\n".join(out)
+    text = "# The lesson manifest, public checks only (generated for the student release).\n\n"
+    text += tomli_w.dumps(public_view(data))
     parse_manifest(tomllib.loads(text), source="public manifest")  # still a valid manifest
     return text
 
@@ -285,17 +254,27 @@ def _copy_python(source: Path, dest: Path) -> None:
         shutil.copyfile(path, target)
 
 
+# What ships is a rule about folders, never a list of files: graders/ ships whole but for
+# these two folders (the secret half of the checker and the hidden graders); instructor/ and
+# solutions/ never ship. A new module is secret by being put in graders/secret/.
+UNRELEASED_FOLDERS = ("secret", "hidden")
+
+
 def released_grader_files(lesson: Lesson, graders: Path = GRADERS) -> dict[str, Path]:
-    """graders/ files an assignment ships: the harness, this lesson's public graders and the
-    notebook's check(); never graders/hidden/ nor the rest of the instructor tooling."""
-    files = {p.name: p for p in sorted(graders.glob("*.py")) if p.name not in NOT_RELEASED}
-    public = graders / "public"
-    for name in ("__init__.py", "conftest.py", f"test_{lesson.slug}.py"):
-        if (public / name).is_file():
-            files[f"public/{name}"] = public / name
-    here = Path(__file__).resolve().parent
-    files["instructor/__init__.py"] = here / "_release_init.py"
-    files["instructor/notebook.py"] = here / "notebook.py"
+    """graders/ files an assignment ships: every module outside graders/secret/ and
+    graders/hidden/, and of graders/public/ only this lesson's graders."""
+    files: dict[str, Path] = {}
+    for path in sorted(graders.rglob("*.py")):
+        rel = path.relative_to(graders)
+        if "__pycache__" in rel.parts or rel.parts[0] in UNRELEASED_FOLDERS:
+            continue
+        if rel.parts[0] == "public" and rel.name not in (
+            "__init__.py",
+            "conftest.py",
+            f"test_{lesson.slug}.py",
+        ):
+            continue
+        files[rel.as_posix()] = path
     return files
 
 
@@ -360,6 +339,7 @@ def build_source(
         folder.mkdir(parents=True)
         _copy_python(ROOT / PACKAGE, folder / PACKAGE)
         _copy_python(ROOT / "gpt", folder / "gpt")  # provided code: no exercise in it
+        _copy_python(ROOT / "core", folder / "core")  # the standard-library base
         for rel, path in released_grader_files(lesson).items():
             (folder / "graders" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, folder / "graders" / rel)
@@ -368,7 +348,7 @@ def build_source(
             folder / "graders" / "public" / f"answers_{lesson.slug}.pt",
             lesson.slug,
         )
-        cell_side = folder / "graders" / "instructor" / "notebook.py"
+        cell_side = folder / "graders" / "notebook.py"
         cell_side.write_text(
             cell_side.read_text(encoding="utf-8").replace(
                 'SITE_URL = ""', f"SITE_URL = {base!r}", 1

@@ -1,4 +1,4 @@
-"""``python -m graders.instructor``: release, collect, autograde, feedback, export, report."""
+"""``python -m instructor``: release, collect, autograde, feedback, export, report."""
 
 from __future__ import annotations
 
@@ -6,17 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see python -m graders.instructor --help)\n")
+from core.cli import Parser
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(
-        prog="python -m graders.instructor",
+    parser = Parser(
+        prog="python -m instructor",
         description="nbgrader tooling for the course's instructors",
     )
     # --course and --gradebook may come after the command too (`nox -s autograde -- --course D`).
@@ -40,7 +36,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
             else "the gradebook's SQLAlchemy URL, e.g. postgresql+psycopg://HOST/DB (default: "
             "$COURSE_GRADEBOOK_URL, else COURSE/gradebook.db)",
         )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     release = commands.add_parser(
         "release", parents=[common], help="build source/ and release/ from the manifest"
     )

@@ -1,6 +1,6 @@
 """Train with your code: your functions in the course's GPT, beside the reference.
 
-    python -m graders.compare [--target exercises] [--steps 40] [--out runs/compare]
+    python -m gpt.compare [--target exercises] [--steps 40] [--out runs/compare]
 
 Both runs are the same command (``gpt.train``) with the same seed, data and settings; one
 takes the reference lessons (``solutions``), the other yours, where every function you have
@@ -32,7 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .manifest import load_manifest
+from core.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Relative difference between the two losses above which the runs count as diverged.
@@ -119,7 +119,7 @@ def plot(reference: list[float], yours: list[float], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpt.atomic import atomic_write
+    from core.atomic import atomic_write
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(reference, label="reference", lw=2, alpha=0.6)
@@ -133,7 +133,7 @@ def plot(reference: list[float], yours: list[float], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graders.compare", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gpt.compare", description=__doc__)
     parser.add_argument("--target", default="exercises", help="your package (default: exercises)")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--preset", default="micro")
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             quiet=True,
             lessons=lessons,
         )
-    except Exception as error:  # the student's code failed: say where, not a traceback
+    except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
         print(f"Your run stopped with {type(error).__name__}: {error}")
     ref = losses(out / "reference")
     mine = losses(out / "yours") if (out / "yours" / "metrics.jsonl").exists() else []

@@ -2,8 +2,8 @@
 
 While the worker grades ``lm_loss``, the student's module sees a proxy for ``cross_entropy``
 (graders/worker.py, ``make_proxies``): each call sends its inputs here, and the trusted
-implementation (graders/trusted.py) answers in the checker's process. Only plain data crosses:
-no trusted code, expected value or rule ever enters the student's process.
+implementation (graders/secret/trusted.py) answers in the checker's process. Only plain data
+crosses: no trusted code, expected value or rule ever enters the student's process.
 
 An ``Answers`` object belongs to one worker. It answers a question only for a dependency of
 the function being graded at that moment (``allow``), and only for inputs of a bounded size,
@@ -19,8 +19,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from . import trusted
-from .worker import DEPENDENCIES, ToyLM
+from core.manifest import load_manifest
+from graders.worker import ToyLM
+
+from . import oracles, trusted
 
 MAX_ELEMENTS = 1 << 22  # tensor elements in one question
 MAX_INTEGER = 1 << 20  # e.g. window_starts(n_tokens, ...): the answer's size follows from it
@@ -40,8 +42,9 @@ class Answers:
 
     @staticmethod
     def names(function: str) -> list[str]:
-        """The dependencies of ``module.function`` that this checker answers for."""
-        return list(DEPENDENCIES.get(function, ()))
+        """The dependencies of ``module.function`` that this checker answers for (its
+        ``builds_on`` in the manifest)."""
+        return list(load_manifest().dependencies(function))
 
     def allow(self, function: str | None) -> None:
         """From now on answer for ``function``'s dependencies only (None: for nothing)."""
@@ -53,7 +56,9 @@ class Answers:
         _bounded(question)
         handler = _HANDLERS.get(name)
         if handler is None:
-            raise Refused(f"no answers for {name!r}")
+            if "." in name:
+                raise Refused(f"no answers for {name!r}")
+            handler = lambda self, question: self._pure(name, question)  # noqa: E731
         try:
             return handler(self, question)
         except Refused:
@@ -65,8 +70,10 @@ class Answers:
     # -- one handler per dependency ------------------------------------------------------------
 
     def _pure(self, name: str, question: Any) -> Any:
+        """A plain-data dependency: its trusted implementation, else its lesson's oracle."""
         args, kwargs = question
-        return getattr(trusted, name)(*args, **dict(kwargs))
+        implementation = getattr(trusted, name, None) or getattr(oracles, name)
+        return implementation(*args, **dict(kwargs))
 
     def _ranks(self, ranks: Any) -> int:
         if not isinstance(ranks, dict) or not all(
@@ -108,11 +115,8 @@ class Answers:
         return trusted.evaluate(_toy(state), list(batches))
 
 
+# The dependencies that are not plain-data functions (any other is answered by _pure).
 _HANDLERS = {
-    "split_pieces": lambda self, q: self._pure("split_pieces", q),
-    "cross_entropy": lambda self, q: self._pure("cross_entropy", q),
-    "shift": lambda self, q: self._pure("shift", q),
-    "window_starts": lambda self, q: self._pure("window_starts", q),
     "bpe_merge.ranks": Answers._ranks,
     "bpe_merge": Answers._bpe_merge,
     "TokenWindows": Answers._token_windows,

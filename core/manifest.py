@@ -3,7 +3,7 @@
 The one source of truth for points and links: the graders, the site and the nbgrader tooling
 all read it through this module.
 
-    from graders.manifest import load_manifest
+    from core.manifest import load_manifest
     manifest = load_manifest()
     for lesson in manifest.lessons:
         for check in lesson.checks:
@@ -31,6 +31,13 @@ operations in ``ops`` (schema names, e.g. ``aten::logsumexp``) must not run, and
     ops = ["aten::logsumexp"]
     names = ["logsumexp"]
     message = "..."
+
+A lesson's ``builds_on`` table names, per function, the functions of the same lesson it calls:
+while the checker grades ``lm_loss`` it answers the worker's proxies for ``cross_entropy`` with
+a correct one, so a mistake in one function costs only its own checks. It is the one place
+that says so; the worker, the checker, the report and the release read it here:
+
+    builds_on = { lm_loss = ["cross_entropy"] }
 
 This module needs only the standard library, so the site can import it cheaply.
 """
@@ -62,7 +69,7 @@ _LESSON_KEYS = {
     "functions": list,
     "sections": dict,
 }
-_OPTIONAL_LESSON_KEYS = {"check", "rule"}
+_OPTIONAL_LESSON_KEYS = {"check", "rule", "builds_on"}
 _RULE_KEYS = {"function": str, "ops": list, "names": list, "message": str}
 _CHECK_KEYS = {"id": str, "function": str, "points": int, "hidden": bool, "hint": str}
 _OPTIONAL_CHECK_KEYS = {"section": str, "timeout": (int, float), "mistakes": dict}
@@ -139,6 +146,11 @@ class Lesson:
     sections: Mapping[str, str]
     checks: tuple[Check, ...]
     rules: tuple[Rule, ...] = ()
+    builds_on: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def dependencies(self, function: str) -> tuple[str, ...]:
+        """The functions of this lesson that ``function`` calls (its ``builds_on`` entry)."""
+        return self.builds_on.get(function, ())
 
     def rule(self, function: str) -> Rule | None:
         return next((rule for rule in self.rules if rule.function == function), None)
@@ -186,11 +198,29 @@ class Manifest:
     def checks(self) -> list[Check]:
         return [check for lesson in self.lessons for check in lesson.checks]
 
+    def dependencies(self, qualified: str) -> tuple[str, ...]:
+        """``builds_on`` of ``module.function``: the names of its module it calls (() if none)."""
+        module, _, function = qualified.partition(".")
+        for lesson in self.lessons:
+            if lesson.module == module:
+                return lesson.dependencies(function)
+        return ()
+
     def check(self, check_id: str) -> Check:
         for check in self.checks:
             if check.id == check_id:
                 return check
         raise KeyError(f"no check {check_id!r} in the manifest")
+
+
+def public_view(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest's raw data without its hidden checks: what the student release may read."""
+    lessons = []
+    for lesson in data.get("lesson", []):
+        lesson = dict(lesson)
+        lesson["check"] = [c for c in lesson.get("check", []) if not c.get("hidden")]
+        lessons.append(lesson)
+    return {**data, "lesson": lessons}
 
 
 def site_url(page: str, section: str | None = None) -> str:
@@ -320,6 +350,7 @@ def _lesson(raw: Any, where: str) -> Lesson:
         raise ManifestError(f"{where}: 'rule' must be an array of tables ([[lesson.rule]])")
     rules = tuple(_rule(r, functions, f"{where}, rule {i + 1}") for i, r in enumerate(raw_rules))
     _unique([rule.function for rule in rules], f"{where}: rule for function")
+    builds_on = _builds_on(raw.get("builds_on", {}), functions, where)
     return Lesson(
         number=raw["number"],
         slug=raw["slug"],
@@ -331,7 +362,25 @@ def _lesson(raw: Any, where: str) -> Lesson:
         sections=MappingProxyType(dict(sections)),
         checks=checks,
         rules=rules,
+        builds_on=builds_on,
     )
+
+
+def _builds_on(raw: Any, functions: list[str], where: str) -> Mapping[str, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where}: builds_on must be a table of function = [functions]")
+    table: dict[str, tuple[str, ...]] = {}
+    for function, names in raw.items():
+        if function not in functions:
+            raise ManifestError(f"{where}: builds_on names {function!r}, not one of its functions")
+        if not isinstance(names, list) or not all(n in functions for n in names) or not names:
+            raise ManifestError(
+                f"{where}: builds_on.{function} must list other functions of the lesson"
+            )
+        if function in names:
+            raise ManifestError(f"{where}: builds_on.{function} names {function!r} itself")
+        table[function] = tuple(names)
+    return MappingProxyType(table)
 
 
 def _rule(raw: Any, functions: list[str], where: str) -> Rule:

@@ -41,13 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.manifest import load_manifest
+from core.cli import one_line
+from core.manifest import load_manifest
+from graders.notebook import fingerprint, student_files
 from graders.report import write_json_atomic
 
-from .course import PACKAGE, Course, api, one_line
+from .course import PACKAGE, Course, api
 from .gradebook import Graded, Recorder
 from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
-from .notebook import fingerprint, student_files
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")  # what nbgrader and file names accept
 

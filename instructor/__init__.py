@@ -1,12 +1,12 @@
 """Instructor tooling: nbgrader release, parallel autograde, feedback, export, class report.
 
-    python -m graders.instructor release [LESSON ...] [--site-url URL]
-    python -m graders.instructor collect [LESSON ...]     # zips -> submitted/
-    python -m graders.instructor autograde [LESSON ...] [--workers N] [--student ID ...]
+    python -m instructor release [LESSON ...] [--site-url URL]
+    python -m instructor collect [LESSON ...]     # zips -> submitted/
+    python -m instructor autograde [LESSON ...] [--workers N] [--student ID ...]
                                            [--scheduler tcp://HOST:8786] [--report]
-    python -m graders.instructor feedback [LESSON ...]    # feedback/ HTML, hidden tests stripped
-    python -m graders.instructor export                   # grades.csv, grades-by-check.csv
-    python -m graders.instructor report                   # reports/mistakes.html and .csv
+    python -m instructor feedback [LESSON ...]    # feedback/ HTML, hidden tests stripped
+    python -m instructor export                   # grades.csv, grades-by-check.csv
+    python -m instructor report                   # reports/mistakes.html and .csv
 
 (``nox -s release``, ``nox -s autograde``, ...). The course directory is build/nbgrader/ unless
 ``--course DIR`` says otherwise, and the gradebook its gradebook.db unless ``--gradebook URL``

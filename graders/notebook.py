@@ -15,11 +15,11 @@ Two modes:
   again whenever ``exercises/`` changes; each cell prints its check's result, hint and link.
 * Autograde (nbgrader sets ``NBGRADER_EXECUTION=autograde``): the notebook runs in
   ``autograded/STUDENT/LESSON`` of the course directory, and the result comes from
-  ``results/STUDENT/LESSON.json``, which ``python -m graders.instructor autograde`` writes
+  ``results/STUDENT/LESSON.json``, which ``python -m instructor autograde`` writes
   by grading the same files (public and hidden checks, sandboxed) before nbgrader runs. The
   report is used only if its fingerprint matches the student's files in this folder; when it
   is missing or stale (plain ``nbgrader autograde``), the first cell grades the submission
-  itself through ``python -m graders.instructor grade-submission``. Hidden checks print
+  itself through ``python -m instructor grade-submission``. Hidden checks print
   nothing but their points.
 
 This file ships to students (it holds nothing secret) and needs only the standard library.
@@ -203,7 +203,7 @@ def _autograde_row(lesson: str, check_id: str) -> dict:
     key = ("autograde", str(path))
     report = _reports.get(key)
     if report is None:
-        from graders.manifest import load_manifest
+        from core.manifest import load_manifest
 
         module = load_manifest().lesson(lesson).module
         source = course / "source" / lesson / PACKAGE
@@ -213,7 +213,7 @@ def _autograde_row(lesson: str, check_id: str) -> dict:
             command = [
                 sys.executable,
                 "-m",
-                "graders.instructor",
+                "instructor",
                 "grade-submission",
                 "--course",
                 str(course),

@@ -1,1 +1,0 @@
-"""The lesson notebook's side of grading: ``from graders.instructor.notebook import check``."""

@@ -1,0 +1,41 @@
+"""The checks' answers: what a correct implementation returns, and what each classic mistake
+returns, for the diagnosis. Instructors' graders only, never released.
+
+Independent of solutions/ wherever an independent oracle exists: PyTorch's own ops, tiktoken,
+naive loops and formulas written out, and the trusted implementations of
+graders/secret/trusted.py run through the worker's very scenarios. Many of these are full
+implementations of exercises, so this folder is as secret as solutions/: the student release
+leaves it out and replays the answers it recorded instead (graders/answers.py). Checks reach
+these functions through ``graders.answers.oracle`` / ``later`` only, by name; every argument
+and every answer is plain data, and a ``mistake`` argument (a key of the check's mistakes
+table) asks for the answer that mistake gives.
+
+One module per lesson, named after the lesson's module (``oracles/tokens.py``, ...):
+``oracles.NAME`` is NAME from the lessons' modules, so a new lesson adds its own module and
+touches nothing here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def unknown(mistake: str | None) -> ValueError:
+    """The error for a ``mistake`` key an oracle has no answer for."""
+    return ValueError(f"no oracle for the mistake {mistake!r}")
+
+
+def __getattr__(name: str) -> Any:
+    from core.manifest import load_manifest
+
+    for lesson in load_manifest().lessons:
+        try:
+            module = importlib.import_module(f"{__name__}.{lesson.module}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{lesson.module}":
+                raise
+            continue  # a lesson without oracles of its own
+        if not name.startswith("_") and hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"no oracle named {name!r} in any lesson's module")

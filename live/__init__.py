@@ -1,0 +1,1 @@
+"""The live course (`nox -s course`): code run by the Jupyter server and each page's kernel."""
