@@ -94,6 +94,7 @@ def test_release_ships_by_folder_so_a_new_secret_module_stays_home(tmp_path):
     assert "public/test_objective.py" in shipped and "public/test_tokens.py" not in shipped
     assert not {name for name in shipped if name.startswith(("secret/", "hidden/"))}
 
+
 def test_lesson_notebook_carries_the_manifest_points():
     from instructor.release import lesson_notebook
 
