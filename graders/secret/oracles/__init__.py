@@ -11,8 +11,9 @@ and every answer is plain data, and a ``mistake`` argument (a key of the check's
 table) asks for the answer that mistake gives.
 
 One module per lesson, named after the lesson's module (``oracles/tokens.py``, ...):
-``oracles.NAME`` is NAME from the lessons' modules, so a new lesson adds its own module and
-touches nothing here.
+``find(NAME)`` is NAME from the lessons' modules, so a new lesson adds its own module and
+touches nothing here. (Not attribute access: ``oracles.attention`` is the attention lesson's
+module, which shadows its ``attention`` oracle.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def unknown(mistake: str | None) -> ValueError:
     return ValueError(f"no oracle for the mistake {mistake!r}")
 
 
-def __getattr__(name: str) -> Any:
+def find(name: str) -> Any:
+    """The oracle ``name``, from whichever lesson's module defines it."""
     from core.manifest import load_manifest
 
     for lesson in load_manifest().lessons:
@@ -36,6 +38,6 @@ def __getattr__(name: str) -> Any:
             if error.name != f"{__name__}.{lesson.module}":
                 raise
             continue  # a lesson without oracles of its own
-        if not name.startswith("_") and hasattr(module, name):
+        if not name.startswith("_") and callable(getattr(module, name, None)):
             return getattr(module, name)
     raise AttributeError(f"no oracle named {name!r} in any lesson's module")
