@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from system_packages import require
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -35,6 +36,12 @@ def _environment_per_test_file():
     yield
     os.environ.clear()
     os.environ.update(saved)
+
+
+@pytest.fixture
+def bubblewrap() -> Path:
+    """bwrap's path; the test skips (fails under CI) where bubblewrap is not installed."""
+    return require("bubblewrap")
 
 
 def _sentences(seed: int, n: int) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from borrower import borrowing_submission
 from grader_variants import Variant, build_target
+from system_packages import require
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -279,10 +280,8 @@ def test_rewriting_the_grader_tree_changed_nothing_in_the_run(hostile_run):
 def test_a_submission_that_borrows_earns_nothing(tmp_path, sandbox):
     import graders
 
-    if sandbox and shutil.which("bwrap") is None:
-        pytest.fail(
-            "bubblewrap is not installed (apt-get install bubblewrap): the sandbox cannot run"
-        )
+    if sandbox:
+        require("bubblewrap")
     target = borrowing_submission(tmp_path, search_files=sandbox)
     report = graders.grade(target, hidden=True, sandbox=sandbox, json_path=tmp_path / "r.json")
     earned = [
@@ -416,8 +415,7 @@ def test_by_hand_rule_holds_in_the_sandbox(tmp_path, binding):
     """What autograde runs: the code is read in the checker, the watch runs in the sandbox."""
     import graders
 
-    if shutil.which("bwrap") is None:
-        pytest.fail("bubblewrap is not installed (apt-get install bubblewrap): no sandbox")
+    require("bubblewrap")
     target = build_target(tmp_path)
     (target / "objective.py").write_text(_module_with(BINDINGS[binding]))
     report = graders.grade(

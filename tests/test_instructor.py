@@ -27,14 +27,12 @@ import pytest
 pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
 import nbformat  # noqa: E402 - nbgrader brings it
 from borrower import borrowing_module  # noqa: E402
+from system_packages import require  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = "embeddings"
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
-needs_bwrap = pytest.mark.skipif(
-    shutil.which("bwrap") is None and not os.environ.get("CI"),
-    reason="bubblewrap is not installed (apt-get install bubblewrap)",
-)
+needs_bwrap = pytest.mark.usefixtures("bubblewrap")
 
 
 def manifest():
@@ -1083,11 +1081,8 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
     )
 
 
-@pytest.mark.skipif(
-    not Path("/usr/bin/chromium").exists() and not os.environ.get("CI"),
-    reason="Debian's chromium is not installed (apt-get install chromium)",
-)
 def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
+    chromium = require("chromium")
     from playwright.sync_api import sync_playwright
 
     from instructor.mistakes import write_report
@@ -1095,7 +1090,7 @@ def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
     page_path = write_report(fake_class["course"], tmp_path)[0]
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path="/usr/bin/chromium",
+            executable_path=str(chromium),
             args=["--headless", "--no-sandbox", "--disable-gpu"],
         )
         try:
@@ -1194,25 +1189,13 @@ def test_release_site_url_and_requirements(released_course, monkeypatch):
 # -- a cluster and a PostgreSQL gradebook --------------------------------------------------------
 
 
-def _postgres_bin() -> Path | None:
-    found = shutil.which("initdb")
-    if found:
-        return Path(found).parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    return versions[-1].parent if versions else None
-
-
 @pytest.fixture(scope="module")
 def postgres():
     """A private PostgreSQL server (Debian's postgresql package) on a Unix socket in a fresh
     folder, for this module; yields a function making a new database's SQLAlchemy URL."""
     import tempfile
 
-    binaries = _postgres_bin()
-    if binaries is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed (apt-get install postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    binaries = require("postgresql")
     psycopg = pytest.importorskip("psycopg", reason="the grading extra (psycopg) is missing")
     folder = Path(tempfile.mkdtemp(prefix="course-pg-"))
     # initdb refuses to run as root: there, the server runs as Debian's postgres user.

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from mini_site import build_mini_site
+from system_packages import require
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -100,8 +101,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Iterator[dict]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent (install it with `apt-get install -y chromium`)")
+    require("chromium")
     base = tmp_path_factory.mktemp("run-cells")
     site = build_mini_site(
         base / "mini",

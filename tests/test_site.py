@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+from system_packages import require
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "course"
@@ -495,8 +496,7 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def browser(server: str, tmp_path_factory) -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is absent (install it with `apt-get install -y chromium`)")
+    require("chromium")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

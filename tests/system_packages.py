@@ -1,0 +1,107 @@
+"""The system packages some tests need, found in one place.
+
+Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests and
+``postgresql`` serves the shared-gradebook test. A test asks with ``require(PACKAGE)``: it gets the
+path it needs, or is skipped with one line naming the package and the command that installs it,
+which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test instead: a CI
+machine that lost a package must not turn its tests into skips unnoticed.
+
+``nox -s tests`` runs this file first (``python tests/system_packages.py``): as root with apt-get it
+installs what is missing, otherwise it prints the one command to run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+def _bubblewrap() -> Path | None:
+    found = shutil.which("bwrap")
+    return Path(found) if found else None
+
+
+def _chromium() -> Path | None:
+    # Debian's own build; the tests launch it through Playwright with this path.
+    path = Path("/usr/bin/chromium")
+    return path if path.exists() else None
+
+
+def _postgresql() -> Path | None:
+    """The folder holding initdb and postgres: on PATH, or Debian's versioned folder."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).parent
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return versions[-1].parent if versions else None
+
+
+# Debian package -> what finds it (None: absent).
+PACKAGES: dict[str, Callable[[], Path | None]] = {
+    "bubblewrap": _bubblewrap,
+    "chromium": _chromium,
+    "postgresql": _postgresql,
+}
+
+
+def under_ci() -> bool:
+    """``CI`` is set, as CI services do (``CI=true``); ``CI=false`` or ``0`` is not CI."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing() -> list[str]:
+    return [name for name, find in PACKAGES.items() if find() is None]
+
+
+def install_command(names: list[str]) -> str:
+    prefix = "" if _is_root() else "sudo "
+    return f"{prefix}apt-get install -y {' '.join(names)}"
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def require(name: str) -> Path:
+    """The path of system package ``name``; skips the test (fails it under CI) when absent."""
+    found = PACKAGES[name]()
+    if found is not None:
+        return found
+    import pytest
+
+    reason = f"{name} is not installed (`{install_command([name])}`)"
+    if under_ci():
+        pytest.fail(f"{reason}, and CI must run every test", pytrace=False)
+    pytest.skip(reason)
+
+
+def main() -> int:
+    """Install what is missing where this process can (root, apt-get), else name the command.
+
+    Exits 0 either way (the tests that need a package skip), except under CI, where a package
+    that is still missing is an error.
+    """
+    absent = missing()
+    if absent and _is_root() and shutil.which("apt-get") and sys.platform.startswith("linux"):
+        print(f"installing the system packages the tests need: {' '.join(absent)}", flush=True)
+        env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+        quiet = {"stdout": subprocess.DEVNULL, "env": env}
+        subprocess.run(["apt-get", "update", "-qq"], check=False, **quiet)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *absent], check=False, **quiet)
+        absent = missing()
+    if not absent:
+        return 0
+    print(
+        f"{', '.join(absent)} not installed: the tests that need them will be skipped; "
+        f"install with `{install_command(absent)}`",
+        file=sys.stderr,
+    )
+    return 1 if under_ci() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
