@@ -7,19 +7,24 @@ virtualenvs would install PyTorch once per session):
 - `.nox/dev`: the project's tests, lint and the instructors' commands (a superset of course).
 
 An environment installs its requirements only when pyproject.toml or constraints.txt changed
-since its last install, so a second run starts in seconds.
+since its last install, so a second run starts in seconds. On Linux PyTorch comes from PyTorch's
+CPU wheel index (PyPI's Linux wheels are CUDA builds of several GB) unless COURSE_TORCH=cuda.
+The file runs wherever nox does (Linux, macOS, Windows): no POSIX-only modules, and the
+virtualenvs' paths come from sysconfig.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
 import nox
+from filelock import FileLock  # filelock and packaging come with nox (through virtualenv)
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).parent
 nox.options.sessions = ["lint", "tests"]
@@ -33,6 +38,10 @@ ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "dev": (("test", "docs", "grading", "live"), ("playwright>=1.40,<2", "ruff>=0.5,<1")),
 }
 DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
+# PyTorch's own index of CPU-only wheels. pip takes the newest matching version from all its
+# indexes, and a CPU wheel's version (2.13.0+cpu) sorts above PyPI's 2.13.0.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_CHOICES = ("cpu", "cuda")
 
 
 def _requirements(name: str) -> list[str]:
@@ -44,31 +53,66 @@ def _requirements(name: str) -> list[str]:
     return wanted + list(packages)
 
 
+def venv_python(location: Path, os_name: str = os.name) -> Path:
+    """The interpreter of the virtualenv at ``location``: ``Scripts/python.exe`` on Windows
+    (``os_name == "nt"``), ``bin/python`` elsewhere, as sysconfig lays out a prefix."""
+    scheme = "nt" if os_name == "nt" else "posix_prefix"
+    prefix = {"base": str(location), "platbase": str(location)}
+    scripts = Path(sysconfig.get_path("scripts", scheme, vars=prefix))
+    return scripts / ("python.exe" if os_name == "nt" else "python")
+
+
+def torch_choice(session: nox.Session) -> str:
+    """COURSE_TORCH: ``cpu`` (the default) or ``cuda``; anything else stops with one line."""
+    choice = os.environ.get("COURSE_TORCH", "cpu").strip().lower() or "cpu"
+    if choice not in TORCH_CHOICES:
+        session.error(f"COURSE_TORCH={choice!r}: use cpu (the default) or cuda")
+    return choice
+
+
+def torch_index_options(choice: str, platform: str = sys.platform) -> list[str]:
+    """pip options for installing torch: PyTorch's CPU index on Linux unless CUDA is asked
+    for. Elsewhere PyPI's wheels are CPU builds already (macOS: with Metal)."""
+    if choice == "cpu" and platform.startswith("linux"):
+        return ["--extra-index-url", TORCH_CPU_INDEX]
+    return []
+
+
 def environment(session: nox.Session, name: str) -> dict[str, str]:
     """Create or update the shared virtualenv ``.nox/NAME``; the variables that activate it."""
     location = ROOT / ".nox" / name
-    python = location / "bin" / "python"
+    python = venv_python(location)
     requirements = _requirements(name)
+    choice = torch_choice(session)
     digest = hashlib.sha256(
         "\n".join(requirements).encode()
         + (ROOT / "constraints.txt").read_bytes()
         + VOCAB_PACKAGE.encode()
+        + choice.encode()
     ).hexdigest()
     stamp = location / ".course-requirements"
     location.parent.mkdir(exist_ok=True)
     # One installer at a time: two sessions started together share the environment.
-    with open(location.parent / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(location.parent / f"{name}.lock"):
         if stamp.exists() and stamp.read_text() == digest and python.exists():
             session.log(f"environment .nox/{name} is up to date")
         else:
             if not python.exists():
-                session.run(sys.executable, "-m", "venv", str(location))
+                # virtualenv (nox's own dependency) rather than venv: Debian's Python has no
+                # venv without the python3-venv package.
+                session.run(sys.executable, "-m", "virtualenv", "-q", str(location))
             pip = (str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q")
-            session.run(*pip, "-c", str(ROOT / "constraints.txt"), *requirements)
+            constraints = ("-c", str(ROOT / "constraints.txt"))
+            torch = next(r for r in requirements if Requirement(r).name == "torch")
+            # torch alone from its index (its dependencies come from the usual ones below):
+            # offline, pip warns that the index is unreachable and takes torch from its other
+            # sources, once per package it asks for, so it asks for one.
+            options = torch_index_options(choice)
+            session.run(*pip, *constraints, "--no-deps", *options, torch)
+            session.run(*pip, *constraints, *requirements)
             session.run(*pip, "--no-deps", VOCAB_PACKAGE)
             stamp.write_text(digest)
-    path = f"{location / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    path = f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     return {"VIRTUAL_ENV": str(location), "PATH": path}
 
 
@@ -85,7 +129,7 @@ def run(
     0.3 s), so that training can finish its step and write its checkpoint.
     """
     variables = environment(session, name) | (env or {})
-    python = str(ROOT / ".nox" / name / "bin" / "python")
+    python = str(venv_python(ROOT / ".nox" / name))
     session.chdir(ROOT)
     session.run(python, *args, env=variables, success_codes=success_codes, interrupt_timeout=None)
 
@@ -172,6 +216,9 @@ def tests(session: nox.Session) -> None:
 
     Test files run in parallel, one file per process at a time (so a file's module fixtures
     are built once): `-- -n 0` runs them one after another."""
+    # bubblewrap, chromium, postgresql: installed here as root with apt-get, else named once
+    # (the tests that need them skip, each with that line; under CI they fail).
+    session.run(sys.executable, str(ROOT / "tests" / "system_packages.py"))
     run(session, "dev", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 
