@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from core.atomic import atomic_write_bytes
 from core.manifest import load_manifest
 
 from .course import COURSE_ID, Course
@@ -146,15 +145,7 @@ def write_csv(path: Path, columns: list[str], rows: Iterator[dict[str, str]]) ->
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def export(course: Course, to: Path | None = None) -> list[Path]:
