@@ -20,7 +20,6 @@ This runs your code in this process: it is a learning tool, not a grader.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import functools
 import inspect
@@ -32,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from core.cli import Parser
 from core.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def plot(reference: list[float], yours: list[float], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpt.compare", description=__doc__)
+    parser = Parser(prog="python -m gpt.compare", description=__doc__)
     parser.add_argument("--target", default="exercises", help="your package (default: exercises)")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--preset", default="micro")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from core.cli import Parser
+
 from . import checkpoint, hub
 from .lessons import Lessons, LessonsError
 from .model import GPT, GPTConfig
@@ -92,7 +94,7 @@ def generate_text(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m gpt.generate",
         description="Continue a prompt with GPT-2 (from the Hugging Face Hub or a local copy) "
         "or with a model trained by gpt.train.",

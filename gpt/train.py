@@ -9,7 +9,6 @@ metrics as JSON lines, a loss-curve PNG and a closing report.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -27,6 +26,7 @@ import torch
 from torch import nn
 
 from core.atomic import atomic_write
+from core.cli import Parser
 
 from . import checkpoint, data, distributed
 from .corpus import CorpusError, load_corpus
@@ -156,7 +156,7 @@ OPTION_HELP = {
 
 def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
     defaults = TrainConfig()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m gpt.train",
         description="Train a GPT-2-style model on a corpus; resumes from OUT/checkpoint.pt.",
     )
@@ -199,6 +199,21 @@ def validate(cfg: TrainConfig) -> None:
     for name in positive:
         if getattr(cfg, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    bounded = {  # option -> (holds, what it must be)
+        "lr": (cfg.lr > 0, "greater than 0"),
+        "min_lr": (0 <= cfg.min_lr <= cfg.lr, f"at least 0 and at most --lr {cfg.lr}"),
+        "weight_decay": (cfg.weight_decay >= 0, "at least 0"),
+        "max_grad_norm": (cfg.max_grad_norm > 0, "greater than 0"),
+        "dropout": (0 <= cfg.dropout < 1, "at least 0 and less than 1"),
+        "val_fraction": (0 < cfg.val_fraction < 1, "greater than 0 and less than 1"),
+        "sample_tokens": (cfg.sample_tokens >= 0, "at least 0"),
+        "temperature": (cfg.temperature >= 0, "at least 0 (0: greedy)"),
+        "top_k": (cfg.top_k >= 0, "at least 0"),
+    }
+    for name, (holds, requirement) in bounded.items():
+        if not holds:
+            flag = f"--{name.replace('_', '-')}"
+            raise UsageError(f"{flag} {getattr(cfg, name)} must be {requirement}")
     if not 0 <= cfg.warmup_steps < cfg.steps:
         raise UsageError(
             f"--warmup-steps {cfg.warmup_steps} must be at least 0 and less than --steps "

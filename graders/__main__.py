@@ -5,8 +5,9 @@
     python -m graders --target solutions     # another package directory
     python -m graders --hidden               # instructors: the hidden checks too
 
-Exit status 0 whenever grading ran, whatever the score; 2 with a one-line error when it could
-not (unknown lesson, a --target without the modules, hidden graders not installed).
+Exit status 0 whenever grading ran, whatever the score (1 with --strict when a check failed);
+2 with a one-line error when it could not (unknown lesson, a --target without the modules,
+hidden graders not installed).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--sandbox", action="store_true", help="run the student's code in the sandbox"
     )
+    parser.add_argument(
+        "--strict", action="store_true", help="exit with status 1 unless every check passed"
+    )
     return parser.parse_args(argv)
 
 
@@ -86,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     render_total(console, report)
     console.print(f"[dim]report: {json_path}[/dim]")
     console.file.flush()
-    return 0
+    full = report["complete"] and report["points"] == report["max_points"]
+    return 1 if args.strict and not full else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,15 @@
-"""``python -m instructor``: release, collect, autograde, feedback, export, report."""
+"""``python -m instructor``: release, collect, autograde, feedback, export, report.
+
+Exit status, the same for every command:
+
+- 0 (``OK``): it ran. Submissions that could not be graded (an unreadable zip, a student id with
+  other characters, a lesson that is not released) were skipped, each named in one line.
+- 1 (``FAILED``): a grading run failed on its own, not by the student's doing; each is listed
+  with the command that re-runs it.
+- 2 (``USAGE``): it did not run: a bad option, an unknown or unreleased lesson, a gradebook of
+  another course; one line says which.
+- 3 (``SKIPPED``): with ``--strict``, what 0 is when a submission was skipped.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,8 @@ import sys
 from pathlib import Path
 
 from core.cli import Parser
+
+OK, FAILED, USAGE, SKIPPED = 0, 1, 2, 3
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -52,10 +65,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "collect", parents=[common], help="zips in downloaded/LESSON/archive -> submitted/"
     )
     collect.add_argument("lessons", nargs="*", metavar="LESSON")
+    strict = "exit with status 3 when a submission was skipped (0 otherwise)"
+    collect.add_argument("--strict", action="store_true", help=strict)
     auto = commands.add_parser(
         "autograde", parents=[common], help="collect, grade, record, feedback and export"
     )
     auto.add_argument("lessons", nargs="*", metavar="LESSON")
+    auto.add_argument("--strict", action="store_true", help=strict)
     auto.add_argument(
         "--student", action="append", default=None, metavar="ID", help="only this student"
     )
@@ -129,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args, course)
     except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return USAGE
 
 
 def run(args: argparse.Namespace, course: object) -> int:
@@ -137,7 +153,17 @@ def run(args: argparse.Namespace, course: object) -> int:
 
     assert isinstance(course, Course)
     if args.command == "release":
+        from core.manifest import load_manifest
+
         from .release import is_local, release
+
+        manifest = load_manifest()
+        for name in args.lessons:
+            try:
+                manifest.lesson(name)
+            except KeyError as unknown:
+                print(f"error: {unknown.args[0]}", file=sys.stderr)
+                return USAGE
 
         built = release(course, args.lessons or None, site=args.site_url)
         for slug in built:
@@ -151,7 +177,7 @@ def run(args: argparse.Namespace, course: object) -> int:
                 "can open; publish the site and release with --site-url URL "
                 "(or COURSE_SITE_URL)"
             )
-        return 0
+        return OK
     from . import autograde as pipeline
 
     if args.command == "grade-submission":
@@ -163,13 +189,13 @@ def run(args: argparse.Namespace, course: object) -> int:
             results=args.results,
             sandbox=args.sandbox,
         )
-        return 0
+        return OK
     released = course.lessons()
     if not released and args.command != "report":
         print(
             f"error: nothing released in {course.root}: run `nox -s release` first", file=sys.stderr
         )
-        return 2
+        return USAGE
     lessons = getattr(args, "lessons", None) or None
     unknown = [lesson for lesson in lessons or [] if lesson not in released]
     if unknown:
@@ -177,8 +203,8 @@ def run(args: argparse.Namespace, course: object) -> int:
             f"error: {unknown[0]!r} is not a released lesson (released: {', '.join(released)})",
             file=sys.stderr,
         )
-        return 2
-    status = 0
+        return USAGE
+    passed_over = failed = False  # a submission skipped; a grading run failed
     if args.command == "collect" or (args.command == "autograde" and args.collect):
         from .collect import collect
 
@@ -187,7 +213,7 @@ def run(args: argparse.Namespace, course: object) -> int:
             print(line, file=sys.stderr)
         for lesson, students in found.items():
             print(f"collected {lesson}: {len(students)} submission(s)")
-        status = 1 if problems else 0
+        passed_over = bool(problems)
     if args.command == "autograde":
         from .course import check_gradebook
 
@@ -209,18 +235,18 @@ def run(args: argparse.Namespace, course: object) -> int:
             scheduler=args.scheduler,
             **extra,
         )
-        failed = [o for o in outcomes if not (o.recorded and o.graded)]
+        lost = [o for o in outcomes if not (o.recorded and o.graded)]
         print(
-            f"autograded {len(outcomes) - len(failed)} of {len(outcomes)} submission(s); "
+            f"autograded {len(outcomes) - len(lost)} of {len(outcomes)} submission(s); "
             f"gradebook: {course.gradebook_name()}"
         )
-        for o in failed:
+        for o in lost:
             print(
                 f"grading failed: {o.student}/{o.lesson}: {'; '.join(o.notes)} (re-run: "
                 f"nox -s autograde -- {o.lesson} --student {o.student})",
                 file=sys.stderr,
             )
-        status = 1 if failed or problems or status else 0
+        failed, passed_over = bool(lost), passed_over or bool(problems)
     if args.command == "feedback" or (args.command == "autograde" and args.feedback):
         made, skipped = pipeline.feedback(course, lessons)
         if skipped:
@@ -236,7 +262,9 @@ def run(args: argparse.Namespace, course: object) -> int:
 
         for path in write_report(course, getattr(args, "to", None)):
             print(f"wrote {path}")
-    return status
+    if failed:
+        return FAILED
+    return SKIPPED if passed_over and getattr(args, "strict", False) else OK
 
 
 if __name__ == "__main__":
