@@ -68,17 +68,32 @@ def small_corpus(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory) -> Path:
     """A course directory with every lesson released (``python -m instructor release``):
-    the student release in release/SLUG/. Skips where nbgrader is not installed."""
+    the student release in release/SLUG/. Skips where nbgrader is not installed.
+
+    Built once per test run, not once per pytest-xdist worker (a release grades the reference
+    of every lesson: a minute of CPU): the workers share their run's temporary folder, and the
+    first to ask builds it under a file lock. Tests read it or copy it, never change it."""
+    import shutil
     import subprocess
 
+    from filelock import FileLock
+
     pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
-    course = tmp_path_factory.mktemp("released") / "course"
-    done = subprocess.run(
-        [sys.executable, "-m", "instructor", "--course", str(course), "release"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this run's folder, above every worker's own
+    course, done = shared / "released" / "course", shared / "released.done"
+    with FileLock(shared / "released.lock"):
+        if not done.exists():
+            shutil.rmtree(course.parent, ignore_errors=True)  # what a failed build left
+            course.parent.mkdir()
+            built = subprocess.run(
+                [sys.executable, "-m", "instructor", "--course", str(course), "release"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+            done.touch()
     return course
