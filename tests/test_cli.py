@@ -68,3 +68,21 @@ def test_a_skipped_submission_is_status_0_or_3_under_strict(instructor, capsys):
     assert "not a zip file" in capsys.readouterr().err
     assert run("collect", "nosuchlesson") == cli.USAGE
     assert (cli.OK, cli.FAILED, cli.USAGE, cli.SKIPPED) == (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("points", "complete", "strict", "status"),
+    [(3, True, False, 0), (2, True, False, 0), (2, True, True, 1), (3, False, True, 1),
+     (3, True, True, 0)],
+)  # fmt: skip
+def test_grading_that_ran_is_0_unless_strict_and_a_check_failed(
+    points, complete, strict, status, monkeypatch, tmp_path
+):
+    from graders import __main__ as cli
+    from graders import report, runner
+
+    graded = {"complete": complete, "points": points, "max_points": 3, "lessons": []}
+    monkeypatch.setattr(runner, "grade", lambda *args, **kwargs: graded)
+    monkeypatch.setattr(report, "render_total", lambda console, got: None)
+    argv = ["embeddings", "--json", str(tmp_path / "r.json")] + (["--strict"] if strict else [])
+    assert cli.main(argv) == status

@@ -14,6 +14,8 @@ import re
 import shlex
 import subprocess
 import sys
+import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,9 @@ SKIPPED = {
     "python -m pip install nox && nox -s train": "installs nox and trains for minutes; "
     "test_training.py trains on the embedded corpus",
     "python -m pip install nox && nox -s tests": "the test suite itself",
+    "python3 -m venv .venv && .venv/bin/python -m pip install nox && .venv/bin/nox -s tests": (
+        "installs nox (from PyPI) into a new virtualenv, then the test suite itself"
+    ),
     "nox -s grade": "grades all eight lessons; test_graders.py grades every lesson",
     "nox -s compare": "trains twice for 40 steps; test_compare.py runs compare on a small corpus",
     "nox -s course": "a server that runs until stopped; test_run_cells.py starts it",
@@ -108,11 +113,46 @@ def test_every_nox_session_the_readme_names_exists() -> None:
     assert named and named <= set(nox_sessions()), named - set(nox_sessions())
 
 
+def _noxfile_constant(name: str):
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    for node in tree.body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"noxfile.py has no {name}")
+
+
+def test_the_environments_the_readme_names_are_the_noxfiles() -> None:
+    named = set(re.findall(r"\.nox/([a-z]+)", README.read_text()))
+    assert named and named <= set(_noxfile_constant("ENVIRONMENTS")), named
+    assert "`grading` environment" not in README.read_text()  # an extra, not an environment
+
+
+def test_the_torch_choice_the_readme_names_is_the_noxfiles() -> None:
+    named = set(re.findall(r"COURSE_TORCH=([a-z]+)", README.read_text()))
+    assert named and named <= set(_noxfile_constant("TORCH_CHOICES")), named
+
+
+def test_the_console_commands_the_readme_names_exist() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    named = set(re.findall(r"`(course-[a-z]+)`", README.read_text()))
+    assert named == set(scripts), named ^ set(scripts)
+
+
+def test_the_environments_programs_the_readme_runs_are_installed() -> None:
+    """``.nox/dev/bin/nbgrader ...``: this interpreter's environment holds what dev holds."""
+    named = set(re.findall(r"\.nox/dev/bin/([a-z][a-z-]*)", README.read_text()))
+    assert "nbgrader" in named
+    here = Path(sysconfig.get_path("scripts"))
+    for program in named:
+        assert (here / program).exists() or (here / f"{program}.exe").exists(), program
+
+
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c in SKIPPED])
 def test_skipped_commands_still_name_real_things(command: str) -> None:
     for part in command.split("&&"):
         words = shlex.split(part)
-        if words[:2] == ["nox", "-s"]:
+        if Path(words[0]).name == "nox" and words[1] == "-s":
             assert words[2] in nox_sessions(), command
         elif words[0] == "python" and words[1].endswith(".py"):
             assert (ROOT / words[1]).is_file(), command
