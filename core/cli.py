@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 from typing import NoReturn
 
 
@@ -29,3 +31,14 @@ def die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def no_fork_here(what: str) -> str | None:
+    """The one-line error for ``what`` (a command that grades) on a system without ``fork`` and
+    Unix sockets, which the grader's workers need (Windows); None where they exist."""
+    if hasattr(os, "fork") and hasattr(socket, "AF_UNIX"):
+        return None
+    return (
+        f"error: {what} needs fork and Unix sockets, which this system lacks; on Windows run it "
+        "in WSL2 (the README's table of systems says which commands run where)"
+    )

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.cli import Parser
+from core.cli import Parser, no_fork_here
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +61,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    unsupported = no_fork_here("grading")
+    if unsupported:
+        print(unsupported, file=sys.stderr)
+        return 2
     from rich.console import Console
 
     from .report import render_lesson, render_total

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.cli import Parser
+from core.cli import Parser, no_fork_here
 
 OK, FAILED, USAGE, SKIPPED = 0, 1, 2, 3
 
@@ -134,6 +134,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    unsupported = no_fork_here(f"python -m instructor {args.command}")
+    if unsupported and args.command in ("release", "autograde", "grade-submission"):
+        print(unsupported, file=sys.stderr)  # a release grades the reference to record answers
+        return USAGE
     if args.gradebook:
         from .course import GRADEBOOK_ENV
 

@@ -86,3 +86,15 @@ def test_grading_that_ran_is_0_unless_strict_and_a_check_failed(
     monkeypatch.setattr(report, "render_total", lambda console, got: None)
     argv = ["embeddings", "--json", str(tmp_path / "r.json")] + (["--strict"] if strict else [])
     assert cli.main(argv) == status
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [("graders.__main__", ["embeddings"]), ("instructor.__main__", ["release"])],
+)
+def test_grading_without_fork_is_one_line_naming_wsl2(module, argv, monkeypatch, capfd, tmp_path):
+    monkeypatch.delattr("os.fork")  # as on Windows
+    main = importlib.import_module(module).main
+    assert main([*argv, "--course", str(tmp_path)] if "instructor" in module else argv) == 2
+    err = capfd.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "WSL2" in err and "fork" in err, err
