@@ -151,5 +151,17 @@ def test_the_report_names_one_command_and_fails_only_under_ci(
 
 
 def test_a_present_package_gives_its_path(monkeypatch, tmp_path):
-    monkeypatch.setitem(system_packages.PACKAGES, "bubblewrap", lambda: tmp_path / "bwrap")
-    assert system_packages.require("bubblewrap") == tmp_path / "bwrap"
+    monkeypatch.setitem(system_packages.PACKAGES, "chromium", lambda: tmp_path / "chromium")
+    assert system_packages.require("chromium") == tmp_path / "chromium"
+
+
+def test_a_bubblewrap_that_cannot_make_a_sandbox_skips_saying_why(monkeypatch, tmp_path):
+    monkeypatch.delenv("CI", raising=False)
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setitem(system_packages.PACKAGES, "bubblewrap", lambda: fake)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        system_packages.require("bubblewrap")
+    assert "No permissions to create new namespace" in str(skipped.value)
+    assert "\n" not in str(skipped.value)
