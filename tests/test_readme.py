@@ -171,3 +171,9 @@ def test_command_works_as_written(command: str, tmp_path: Path) -> None:
     else:
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert "Traceback" not in done.stderr
+
+
+def test_ci_runs_the_readmes_test_command_under_ci_true() -> None:
+    script = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert script[-1] == "python -m pip install nox && nox -s tests" in COMMANDS
+    assert 'export CI="${CI:-true}"' in script  # absent system packages fail, never skip
