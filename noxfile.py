@@ -226,7 +226,10 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Ruff over the whole tree."""
     run(session, "dev", "-m", "ruff", "check", ".")
-    formatted = ["gpt", "solutions", "graders", "tools", "tests", "bench", "site", "noxfile.py"]
+    formatted = [
+        *("core", "gpt", "solutions", "graders", "instructor", "live", "tools", "tests", "bench"),
+        *("site", "noxfile.py"),
+    ]
     run(session, "dev", "-m", "ruff", "format", "--check", *formatted)
 
 
