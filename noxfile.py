@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import sysconfig
 import tomllib
@@ -104,11 +105,18 @@ def environment(session: nox.Session, name: str) -> dict[str, str]:
             pip = (str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q")
             constraints = ("-c", str(ROOT / "constraints.txt"))
             torch = next(r for r in requirements if Requirement(r).name == "torch")
-            # torch alone from its index (its dependencies come from the usual ones below):
-            # offline, pip warns that the index is unreachable and takes torch from its other
-            # sources, once per package it asks for, so it asks for one.
-            options = torch_index_options(choice)
-            session.run(*pip, *constraints, "--no-deps", *options, torch)
+            # torch alone (its dependencies come from the usual sources below): first from
+            # what this machine already has (pip's find-links, a local wheel cache: no network),
+            # else from PyTorch's CPU index unless CUDA is asked for.
+            local = (
+                choice == "cpu"
+                and subprocess.run(
+                    [*pip, *constraints, "--no-deps", "--no-index", torch], capture_output=True
+                ).returncode
+                == 0
+            )
+            if not local:
+                session.run(*pip, *constraints, "--no-deps", *torch_index_options(choice), torch)
             session.run(*pip, *constraints, *requirements)
             session.run(*pip, "--no-deps", VOCAB_PACKAGE)
             stamp.write_text(digest)
