@@ -50,6 +50,48 @@ def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, max_ste
     raise NotImplementedError('lr_at in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md#learning-rate-schedule)')
 
 
+def adamw_step(
+    params: list[Tensor],
+    grads: list[Tensor],
+    state: dict,
+    *,
+    lr: float,
+    betas: tuple[float, float] = (0.9, 0.95),
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+) -> tuple[list[Tensor], dict]:
+    """One AdamW step, by hand: new parameters and the optimizer's new state.
+
+    For every parameter p with gradient g (t is this step's number, 1 on the first call):
+
+    - decay the weight, decoupled from the gradient: ``p = p * (1 - lr * weight_decay)``;
+    - update the moments: ``m = beta1 * m + (1 - beta1) * g`` and
+      ``v = beta2 * v + (1 - beta2) * g * g``;
+    - correct their bias (both start at zero, so early averages are too small):
+      ``m_hat = m / (1 - beta1 ** t)``, ``v_hat = v / (1 - beta2 ** t)``;
+    - step: ``p = p - lr * m_hat / (sqrt(v_hat) + eps)``, eps added *after* the square root.
+
+    Every parameter has moments of its own. Nothing given is changed in place: return new
+    tensors, and a new state ``{"step": t, "exp_avg": [m per parameter], "exp_avg_sq":
+    [v per parameter]}``. An empty ``state`` means no step was taken yet: moments of zeros.
+
+    Args:
+        params: the parameters, tensors of any shapes.
+        grads: their gradients, the same shapes.
+        state: ``{}`` before the first step, else what the previous call returned.
+        lr, betas, eps, weight_decay: as in ``torch.optim.AdamW``.
+
+    Returns:
+        (new parameters, new state); equal to ``torch.optim.AdamW`` with the same settings.
+
+    Example:
+        >>> p, s = adamw_step([torch.tensor([1.0])], [torch.tensor([0.5])], {}, lr=0.1)
+        >>> p[0], s["step"]       # the first step moves every weight by about lr
+        (tensor([0.9000]), 1)
+    """
+    raise NotImplementedError('adamw_step in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md)')
+
+
 def train_step(
     model: nn.Module,
     micro_batches: list[Batch],

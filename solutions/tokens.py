@@ -7,6 +7,7 @@ each final unit is a token id. Decoding joins the units' bytes back together.
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import regex
@@ -74,6 +75,70 @@ def bpe_merge(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     # END SOLUTION
 
 
+def train_bpe(text: str, vocab_size: int) -> dict[bytes, int]:
+    """Learn byte-pair merge ranks from ``text``: the training half of BPE.
+
+    The table starts with the 256 single bytes, byte b at rank b. Cut the text with
+    ``split_pieces`` and turn every piece into its list of single bytes. Then repeat: count
+    every adjacent pair of parts *inside* each piece (never a pair that straddles two pieces:
+    merges never cross a piece boundary, so such a pair could never be used), take the most
+    frequent pair, give its joined bytes the next free rank, and merge that pair everywhere it
+    occurs, left to right, so that later rounds count the merged part as one unit. Stop when
+    the table holds ``vocab_size`` entries, or sooner, when no piece has two parts left.
+
+    Ties decide which merges exist, so they have one rule: among pairs with the same count,
+    the pair met first, reading the pieces in order and each piece left to right, wins (a
+    ``collections.Counter`` filled in that order, and ``max`` over it, does exactly this). If
+    a pair's joined bytes are already in the table (``a`` + ``bc`` after ``ab`` + ``c``), merge
+    the pair but keep the rank the bytes already have.
+
+    Args:
+        text: the training text.
+        vocab_size: the number of ranks wanted, the 256 bytes included.
+
+    Returns:
+        Merge ranks, bytes -> rank, in the format ``bpe_merge`` reads: ranks 0, 1, 2, ...
+
+    Raises:
+        ValueError: when ``vocab_size < 256`` (every byte needs a rank).
+
+    Example:
+        >>> ranks = train_bpe("low lower lowest", 258)
+        >>> [token for token, rank in ranks.items() if rank >= 256]
+        [b'lo', b'low']
+    """
+    # BEGIN SOLUTION
+    if vocab_size < 256:
+        raise ValueError(f"vocab_size must be at least 256 (one rank per byte), got {vocab_size}")
+    ranks = {bytes([b]): b for b in range(256)}
+    # Each distinct piece once, with how often it occurs, in order of first appearance: the
+    # same counts and the same first-met order as reading every piece of the text.
+    counts = collections.Counter(split_pieces(text))
+    words = [[bytes([b]) for b in piece.encode("utf-8")] for piece in counts]
+    while len(ranks) < vocab_size:
+        pairs: collections.Counter[tuple[bytes, bytes]] = collections.Counter()
+        for word, n in zip(words, counts.values(), strict=True):
+            for pair in zip(word, word[1:], strict=False):
+                pairs[pair] += n
+        if not pairs:
+            break
+        best = max(pairs, key=pairs.__getitem__)  # the first of equal counts, as met
+        joined = best[0] + best[1]
+        ranks.setdefault(joined, len(ranks))
+        for w, word in enumerate(words):
+            merged, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
+                    merged.append(joined)
+                    i += 2
+                else:
+                    merged.append(word[i])
+                    i += 1
+            words[w] = merged
+    return ranks
+    # END SOLUTION
+
+
 def encode(text: str) -> list[int]:
     """Encode text into GPT-2 token ids.
 
@@ -117,4 +182,4 @@ def decode(ids: list[int]) -> str:
     # END SOLUTION
 
 
-__all__ = ["EOT_ID", "split_pieces", "bpe_merge", "encode", "decode"]
+__all__ = ["EOT_ID", "split_pieces", "bpe_merge", "train_bpe", "encode", "decode"]
