@@ -93,7 +93,7 @@ def train_bpe(text: str, vocab_size: int) -> dict[bytes, int]:
         >>> [token for token, rank in ranks.items() if rank >= 256]
         [b'lo', b'low']
     """
-    raise NotImplementedError('train_bpe in exercises/tokens.py is not implemented yet (lesson 1, Text becomes tokens: see course/chapters/01-tokens.md)')
+    raise NotImplementedError('train_bpe in exercises/tokens.py is not implemented yet (lesson 1, Text becomes tokens: see course/chapters/01-tokens.md#training-bpe)')
 
 
 def encode(text: str) -> list[int]:

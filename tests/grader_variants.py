@@ -110,6 +110,65 @@ def V(  # noqa: N802
     return Variant(module, name, label, source, hint, hidden, not_hint)
 
 
+# A plain train_bpe, every piece read on every round; the wrong variants below change one line.
+TRAIN_BPE = """
+    def train_bpe(text, vocab_size):
+        if vocab_size < 256:
+            raise ValueError("vocab_size must be at least 256")
+        ranks = {bytes([b]): b for b in range(256)}
+        words = [[bytes([b]) for b in piece.encode("utf-8")] for piece in split_pieces(text)]
+        while len(ranks) < vocab_size:
+            counts = {}
+            for word in words:
+                for pair in zip(word, word[1:]):
+                    counts[pair] = counts.get(pair, 0) + 1
+            if not counts:
+                break
+            best = max(counts, key=counts.get)
+            joined = best[0] + best[1]
+            ranks.setdefault(joined, len(ranks))
+            new_words = []
+            for word in words:
+                out, i = [], 0
+                while i < len(word):
+                    if i + 1 < len(word) and (word[i], word[i + 1]) == best:
+                        out.append(joined)
+                        i += 2
+                    else:
+                        out.append(word[i])
+                        i += 1
+                new_words.append(out)
+            words = new_words
+        return ranks
+"""
+
+# adamw_step written out; the wrong variants below change one line.
+ADAMW = """
+    def adamw_step(params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0):
+        b1, b2 = betas
+        t = state.get("step", 0) + 1
+        ms = state.get("exp_avg", [torch.zeros_like(p) for p in params])
+        vs = state.get("exp_avg_sq", [torch.zeros_like(p) for p in params])
+        out, new_m, new_v = [], [], []
+        for p, g, m, v in zip(params, grads, ms, vs):
+            m = b1 * m + (1 - b1) * g
+            v = b2 * v + (1 - b2) * g * g
+            m_hat = m / (1 - b1**t)
+            v_hat = v / (1 - b2**t)
+            p = p * (1 - lr * weight_decay)
+            out.append(p - lr * m_hat / (v_hat.sqrt() + eps))
+            new_m.append(m)
+            new_v.append(v)
+        return out, {"step": t, "exp_avg": new_m, "exp_avg_sq": new_v}
+"""
+
+
+def changed(source: str, old: str, new: str) -> str:
+    """``source`` with its one line ``old`` replaced by ``new`` (a planted mistake)."""
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
 # The harness's own hints (graders/hints.py) for failures any check can see.
 IN_PLACE = "changed its input in place"
 NOT_PLAIN = "return plain data"
@@ -301,6 +360,85 @@ WRONG: list[Variant] = [
             table = {rank: token for token, rank in bpe_ranks().items()}
             return b"".join(table[i] for i in ids).decode("utf-8", errors="replace")
     """,
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "across-pieces",
+        "inside each piece",
+        changed(TRAIN_BPE, "for piece in split_pieces(text)]", "for piece in [text]]"),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "tie-last",
+        "not the last one",
+        changed(
+            TRAIN_BPE,
+            "best = max(counts, key=counts.get)",
+            "best = max(reversed(list(counts)), key=counts.get)",
+        ),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "tie-greatest",
+        "lexicographically greatest",
+        changed(
+            TRAIN_BPE,
+            "best = max(counts, key=counts.get)",
+            "best = max(counts, key=lambda pair: (counts[pair], pair))",
+        ),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "first-only",
+        "not only at its first occurrence",
+        changed(
+            TRAIN_BPE,
+            "if i + 1 < len(word) and (word[i], word[i + 1]) == best:",
+            "if joined not in out and i + 1 < len(word) and (word[i], word[i + 1]) == best:",
+        ),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "one-too-many",
+        "one merge too many",
+        changed(TRAIN_BPE, "while len(ranks) < vocab_size:", "while len(ranks) <= vocab_size:"),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "one-too-few",
+        "one merge early",
+        changed(TRAIN_BPE, "while len(ranks) < vocab_size:", "while len(ranks) < vocab_size - 1:"),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "no-validation",
+        "raise ValueError",
+        changed(TRAIN_BPE, "if vocab_size < 256:", "if vocab_size < 0:"),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "runs-out",
+        "nothing to merge",
+        changed(TRAIN_BPE, "if not counts:", "if False:"),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "characters",
+        "not from its characters",
+        changed(
+            TRAIN_BPE,
+            '[bytes([b]) for b in piece.encode("utf-8")]',
+            '[c.encode("utf-8") for c in piece]',
+        ),
     ),
     # -- embeddings -------------------------------------------------------------------------------
     V(
@@ -957,6 +1095,107 @@ WRONG: list[Variant] = [
     """,
     ),
     # -- training ---------------------------------------------------------------------------------
+    V(
+        "training",
+        "adamw_step",
+        "no-bias-correction",
+        "correct the moments' bias",
+        changed(
+            changed(ADAMW, "m_hat = m / (1 - b1**t)", "m_hat = m"),
+            "v_hat = v / (1 - b2**t)",
+            "v_hat = v",
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "l2-decay",
+        "Adam with an L2 penalty",
+        changed(
+            changed(ADAMW, "p = p * (1 - lr * weight_decay)", "p = p"),
+            "m = b1 * m + (1 - b1) * g",
+            "g = g + weight_decay * p\n            m = b1 * m + (1 - b1) * g",
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "decay-without-lr",
+        "not by weight_decay alone",
+        changed(ADAMW, "p = p * (1 - lr * weight_decay)", "p = p * (1 - weight_decay)"),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "eps-inside",
+        "not inside it",
+        changed(
+            ADAMW,
+            "out.append(p - lr * m_hat / (v_hat.sqrt() + eps))",
+            "out.append(p - lr * m_hat / (v_hat + eps).sqrt())",
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "step-off-by-one",
+        "this used one more",
+        changed(
+            changed(ADAMW, "m_hat = m / (1 - b1**t)", "m_hat = m / (1 - b1 ** (t + 1))"),
+            "v_hat = v / (1 - b2**t)",
+            "v_hat = v / (1 - b2 ** (t + 1))",
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "step-count",
+        "counts the steps taken",
+        changed(ADAMW, '{"step": t, "exp_avg"', '{"step": t - 1, "exp_avg"'),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "shared-state",
+        "moments of its own",
+        """
+        def adamw_step(params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0):
+            b1, b2 = betas
+            t = state.get("step", 0) + 1
+            m = state["exp_avg"][0] if state else torch.zeros_like(params[0])
+            v = state["exp_avg_sq"][0] if state else torch.zeros_like(params[0])
+            out = []
+            for p, g in zip(params, grads):
+                m = b1 * m + (1 - b1) * g
+                v = b2 * v + (1 - b2) * g * g
+                step = lr * (m / (1 - b1**t)) / ((v / (1 - b2**t)).sqrt() + eps)
+                out.append(p * (1 - lr * weight_decay) - step)
+            n = len(params)
+            return out, {"step": t, "exp_avg": [m] * n, "exp_avg_sq": [v] * n}
+    """,
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "in-place",
+        IN_PLACE,
+        """
+        def adamw_step(params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0):
+            b1, b2 = betas
+            state.setdefault("step", 0)
+            state.setdefault("exp_avg", [torch.zeros_like(p) for p in params])
+            state.setdefault("exp_avg_sq", [torch.zeros_like(p) for p in params])
+            state["step"] += 1
+            t = state["step"]
+            for p, g, m, v in zip(params, grads, state["exp_avg"], state["exp_avg_sq"]):
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.mul_(1 - lr * weight_decay)
+                denom = (v / (1 - b2**t)).sqrt() + eps
+                p.addcdiv_(m / (1 - b1**t), denom, value=-lr)
+            return params, state
+    """,
+    ),
     V(
         "training",
         "lr_at",
@@ -1875,6 +2114,65 @@ WRONG += [
 ]
 
 RIGHT: list[Variant] = [
+    V(
+        "tokens",
+        "train_bpe",
+        "every-piece-every-round",
+        None,
+        TRAIN_BPE,
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "regex-and-counter",
+        None,
+        r"""
+        def train_bpe(text, vocab_size):
+            if vocab_size < 256:
+                raise ValueError(f"vocab_size={vocab_size} is below 256")
+            ranks = {bytes([b]): b for b in range(256)}
+            pieces = regex.findall(_PIECES, text)
+            words = [list(map(lambda b: bytes([b]), w.encode())) for w in pieces]
+            while len(ranks) < vocab_size:
+                counts = collections.Counter(p for w in words for p in zip(w, w[1:]))
+                if not counts:
+                    return ranks
+                (a, b), _ = counts.most_common(1)[0]
+                ranks.setdefault(a + b, len(ranks))
+                for w in words:
+                    i = 0
+                    while i < len(w) - 1:
+                        if w[i] == a and w[i + 1] == b:
+                            w[i : i + 2] = [a + b]
+                        i += 1
+            return ranks
+    """,
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "torch-formulation",
+        None,
+        """
+        def adamw_step(params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0):
+            b1, b2 = betas
+            step = state.get("step", 0) + 1
+            new = {"step": step, "exp_avg": [], "exp_avg_sq": []}
+            out = []
+            for i, (p, g) in enumerate(zip(params, grads)):
+                m = state["exp_avg"][i].clone() if state else torch.zeros_like(p)
+                v = state["exp_avg_sq"][i].clone() if state else torch.zeros_like(p)
+                m.lerp_(g, 1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                denom = (v.sqrt() / math.sqrt(1 - b2**step)).add_(eps)
+                q = p.clone().mul_(1 - lr * weight_decay)
+                q.addcdiv_(m, denom, value=-lr / (1 - b1**step))
+                out.append(q)
+                new["exp_avg"].append(m)
+                new["exp_avg_sq"].append(v)
+            return out, new
+    """,
+    ),
     V(
         "tokens",
         "split_pieces",

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from graders.answers import oracle
 from graders.checking import expect_equal, hidden_settings
 from graders.gpt2 import gpt2
-from graders.public.test_tokens import SINGLE, check_decode, check_encode, check_merge, check_pieces
+from graders.public.test_tokens import (
+    SINGLE,
+    check_decode,
+    check_encode,
+    check_merge,
+    check_pieces,
+    check_train,
+)
 
 # Text that exercises the pattern: letters and digits of several scripts, punctuation,
 # apostrophes, runs of spaces, tabs and newlines, emoji. Characters are long-assigned ones, so
@@ -55,3 +63,19 @@ def test_encode_random(student, text):
 def test_decode_random(student, ids, text):
     check_decode(student, ids, "decode")
     expect_equal(student.call("decode", gpt2().encode_ordinary(text)), text, "decode(encode(text))")
+
+
+@st.composite
+def training_texts(draw):
+    """A short text over a few letters, spaces and punctuation, and a vocabulary size."""
+    text = "".join(draw(st.lists(st.sampled_from(list("abcab  .,é\n'")), max_size=60)))
+    return text, draw(st.integers(256, 280))
+
+
+@pytest.mark.check("train-bpe-random")
+@hidden_settings
+@given(case=training_texts())
+def test_train_bpe_random(student, case):
+    text, size = case
+    assume(oracle.bpe_ranks_distinct(text, size))
+    check_train(student, text, size, f"train_bpe({text!r}, {size})")

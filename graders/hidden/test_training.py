@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from graders.checking import as_bool, fail, hidden_settings
 from graders.public.test_training import (
     STEP_MISTAKES,
+    adamw_case,
+    check_adamw,
     check_eval_loss,
     check_fit,
     check_params,
@@ -140,3 +142,28 @@ def test_fit_random(student, seed, steps, grad_accum, n_batches, eval_every, wit
         with_eval=with_eval,
     )
     check_fit(student, config, "fit", "history", ())
+
+
+@pytest.mark.check("adamw-random")
+@hidden_settings
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 3),
+    steps=st.integers(1, 4),
+    lr=st.floats(1e-4, 0.1),
+    beta1=st.sampled_from([0.0, 0.5, 0.9]),
+    beta2=st.sampled_from([0.9, 0.95, 0.999]),
+    eps=st.sampled_from([1e-8, 1e-6]),
+    weight_decay=st.sampled_from([0.0, 0.01, 0.1]),
+)
+def test_adamw_random(student, seed, n, steps, lr, beta1, beta2, eps, weight_decay):
+    shapes = [[1 + (seed + i) % 4, 1 + i] for i in range(n)]
+    check_adamw(
+        student,
+        adamw_case(seed, shapes, steps),
+        "adamw_step",
+        lr=lr,
+        betas=(beta1, beta2),
+        eps=eps,
+        weight_decay=weight_decay,
+    )

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from graders.answers import later, oracle
-from graders.checking import as_int, as_list, as_str, expect_equal, fail
+from graders.checking import (
+    CheckFailed,
+    as_int,
+    as_list,
+    as_str,
+    describe,
+    diagnose,
+    expect_equal,
+    fail,
+    same,
+)
 from graders.client import StudentError
 from graders.gpt2 import EOT_ID, gpt2_sub_ranks
 
@@ -185,3 +195,128 @@ def test_decode_partial_utf8(student):
 def test_decode_endoftext(student):
     ids = [464, EOT_ID, 3862]
     check_decode(student, ids, f"decode({ids})")
+
+
+# -- train_bpe ----------------------------------------------------------------------------------
+
+
+def as_ranks(value, what: str) -> dict:
+    """A dict of bytes -> int, or fail saying what is wrong with it."""
+    if type(value) is not dict:
+        fail(f"{what} should be a dict of bytes -> int, got {describe(value)}")
+    for token, rank in value.items():
+        if type(token) is not bytes:
+            kind = "str" if isinstance(token, str) else type(token).__name__
+            fail(f"{what} has the key {token!r} ({kind}); keys are the joined bytes", "not-bytes")
+        as_int(rank, f"{what}[{token!r}]")
+    return value
+
+
+def new_merges(ranks: dict) -> list:
+    """The learned entries (rank 256 and above), in rank order: what a detail shows."""
+    return sorted((rank, token) for token, rank in ranks.items() if rank >= 256)
+
+
+def check_train(
+    student, text: str, vocab_size: int, what: str, mistakes: tuple[str, ...] = ()
+) -> None:
+    expected = oracle.train_bpe(text, vocab_size)
+    mistakes = (*mistakes, "one-too-many", "one-too-few")
+    answers = {key: later.train_bpe(text, vocab_size, mistake=key) for key in mistakes}
+    try:
+        result = student.call("train_bpe", text, vocab_size)
+    except StudentError as error:
+        if error.is_a("ValueError") and "empty" in error.message:
+            fail(f"{what} raised ValueError: {error.message}", "runs-out")
+        raise
+    result = as_ranks(result, what)
+    if same(result, expected, rtol=0.0, atol=0.0):
+        return
+    got, want = new_merges(result), new_merges(expected)
+    if len(result) == len(expected) and sorted(result.values()) != list(range(len(result))):
+        detail = f"{what}: the ranks are not 0 ... {len(result) - 1}, each once"
+    elif len(got) != len(want):
+        detail = f"{what} has {len(result)} ranks, expected {len(expected)}: learned {got}"
+    else:
+        rank, token, wanted = next(
+            (g[0], g[1], w[1]) for g, w in zip(got, want, strict=True) if g != w
+        )
+        detail = f"{what}: rank {rank} is {token!r}, expected {wanted!r} (learned: {got})"
+    diagnose(result, answers, rtol=0.0, atol=0.0, detail=detail)
+
+
+@pytest.mark.check("train-bpe-toy")
+def test_train_bpe_toy(student):
+    check_train(student, "low lower lowest", 258, "train_bpe('low lower lowest', 258)")
+    check_train(
+        student,
+        "the cat sat on the mat; the hat",
+        262,
+        "train_bpe('the cat sat on the mat; the hat', 262)",
+        ("across-pieces", "first-only"),
+    )
+
+
+@pytest.mark.check("train-bpe-ties")
+def test_train_bpe_ties(student):
+    # Every pair of "ef xy ab" occurs once: the first met (e, f) wins, not the last (a, b) or
+    # the greatest (x, y). In "abab abab aaaaa", ab and aa both occur 4 times.
+    for text, size in (("ef xy ab", 257), ("abab abab aaaaa", 260)):
+        check_train(
+            student,
+            text,
+            size,
+            f"train_bpe({text!r}, {size})",
+            ("tie-last", "tie-greatest", "first-only"),
+        )
+
+
+@pytest.mark.check("train-bpe-inside-pieces")
+def test_train_bpe_inside_pieces(student):
+    # Letters and full stops are separate pieces: only "oo" is a pair inside a piece.
+    check_train(
+        student, "x.y.x.y.x.y.oo", 300, "train_bpe('x.y.x.y.x.y.oo', 300)", ("across-pieces",)
+    )
+
+
+@pytest.mark.check("train-bpe-merges-everywhere")
+def test_train_bpe_merges_everywhere(student):
+    text = "abab abab aaaaa ababab"
+    check_train(student, text, 262, f"train_bpe({text!r}, 262)", ("first-only", "across-pieces"))
+
+
+@pytest.mark.check("train-bpe-bytes")
+def test_train_bpe_bytes(student):
+    text = "ééé ééé naïve"
+    check_train(student, text, 259, f"train_bpe({text!r}, 259)", ("characters",))
+
+
+@pytest.mark.check("train-bpe-vocab-size")
+def test_train_bpe_vocab_size(student):
+    for size in (256, 257, 270):
+        check_train(student, TEXTS[1], size, f"train_bpe(text, {size})")
+
+
+@pytest.mark.check("train-bpe-runs-out")
+def test_train_bpe_runs_out(student):
+    # Three pieces of two bytes each: two merges exist, then nothing is left to merge.
+    check_train(student, "a b c", 300, "train_bpe('a b c', 300)")
+
+
+@pytest.mark.check("train-bpe-validates")
+@pytest.mark.parametrize("size", [255, 0])
+def test_train_bpe_validates(student, size):
+    try:
+        error = student.error("train_bpe", "abc", size)
+    except CheckFailed as failure:
+        if failure.hint is None and "instead of raising" in failure.detail:
+            fail(f"train_bpe('abc', {size}): {failure.detail}", "no-validation")
+        raise
+    if not error.is_a("ValueError"):
+        fail(f"train_bpe('abc', {size}) raised {error.type_name}, expected ValueError")
+
+
+@pytest.mark.check("train-bpe-tiktoken")
+def test_train_bpe_tiktoken(student):
+    text = " ".join(TEXTS)
+    check_train(student, text, 300, "train_bpe(four sentences, 300)")

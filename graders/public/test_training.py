@@ -21,6 +21,7 @@ from graders.checking import (
     as_float,
     as_list,
     as_tensor,
+    describe,
     diagnose,
     difference,
     fail,
@@ -100,6 +101,145 @@ def test_lr_validates(student, warmup, max_steps):
             f"lr_at with warmup_steps={warmup}, max_steps={max_steps} raised "
             f"{error.type_name}, expected ValueError"
         )
+
+
+# -- adamw_step -----------------------------------------------------------------------------------
+
+
+@recorded
+def adamw_case(seed: int, shapes: list, steps: int, grad_scale: float = 1.0) -> dict:
+    """Parameters of ``shapes`` and ``steps`` lists of gradients, from one seed."""
+    g = torch.Generator().manual_seed(seed)
+    params = [torch.randn(*shape, generator=g) for shape in shapes]
+    grads = [
+        [torch.randn(*shape, generator=g) * grad_scale for shape in shapes] for _ in range(steps)
+    ]
+    return {"params": params, "grads": grads}
+
+
+def as_state(value: Any, what: str, n: int) -> dict:
+    """The returned state, or fail naming what is wrong with it."""
+    if type(value) is not dict or set(value) != {"step", "exp_avg", "exp_avg_sq"}:
+        keys = sorted(value) if isinstance(value, dict) else describe(value)
+        fail(f"{what} should be a dict with keys step, exp_avg, exp_avg_sq; got {keys}")
+    if isinstance(value["step"], bool) or not isinstance(value["step"], int):
+        fail(f"{what}['step'] should be a Python int, got {describe(value['step'])}")
+    for key in ("exp_avg", "exp_avg_sq"):
+        moments = as_list(value[key], f"{what}[{key!r}]", as_tensor)
+        if len(moments) != n:
+            fail(f"{what}[{key!r}] holds {len(moments)} tensors, expected one per parameter ({n})")
+    return value
+
+
+def run_adamw(student, case: dict, hyper: dict) -> dict:
+    """The student's adamw_step, called once per step, each time with the state it returned."""
+    params, state, after = case["params"], {}, []
+    for t, grads in enumerate(case["grads"], start=1):
+        what = f"adamw_step (step {t})"
+        result = student.call("adamw_step", params, grads, state, **hyper)
+        if type(result) not in (tuple, list) or len(result) != 2:
+            fail(f"{what} should return (new parameters, new state), got {describe(result)}")
+        params = as_list(result[0], f"the parameters {what} returned", as_tensor)
+        if len(params) != len(grads):
+            fail(f"{what} returned {len(params)} parameters, expected {len(grads)}")
+        state = as_state(result[1], f"the state {what} returned", len(grads))
+        if state["step"] != t:
+            fail(
+                f"{what} returned step {state['step']}; the step counts the steps taken, "
+                f"so it is {t} here",
+                "step-count",
+            )
+        after.append(params)
+    return {"params": after, "state": state}
+
+
+def check_adamw(
+    student, case: dict, what: str, mistakes: tuple[str, ...] = (), **hyper: Any
+) -> None:
+    expected = oracle.adamw_steps(case["params"], case["grads"], **hyper)
+    answers = {
+        key: later.adamw_steps(case["params"], case["grads"], mistake=key, **hyper).then(
+            lambda r: r["params"]
+        )
+        for key in (*mistakes, "no-bias-correction", "step-off-by-one")
+    }
+    got = run_adamw(student, case, hyper)
+    if not same(got["params"], expected["params"], rtol=1e-5, atol=1e-6):
+        diagnose(
+            got["params"],
+            answers,
+            rtol=1e-5,
+            atol=1e-6,
+            detail=f"{what}: the parameters are not torch.optim.AdamW's"
+            + _params_gap(got["params"], expected["params"]),
+        )
+    for key in ("exp_avg", "exp_avg_sq"):
+        if not same(got["state"][key], expected["state"][key], rtol=1e-5, atol=1e-7):
+            fail(f"{what}: the returned state's {key} is not torch.optim.AdamW's")
+
+
+@pytest.mark.check("adamw-first-step")
+def test_adamw_first_step(student):
+    check_adamw(
+        student,
+        adamw_case(1, [[3, 4], [5]], steps=1),
+        "one adamw_step from an empty state (lr=0.1)",
+        lr=0.1,
+    )
+
+
+@pytest.mark.check("adamw-several-steps")
+def test_adamw_several_steps(student):
+    check_adamw(
+        student,
+        adamw_case(2, [[4, 3], [3]], steps=4),
+        "four adamw_steps (lr=0.01, betas=(0.9, 0.95))",
+        ("shared-state",),
+        lr=0.01,
+    )
+
+
+@pytest.mark.check("adamw-weight-decay")
+def test_adamw_weight_decay(student):
+    check_adamw(
+        student,
+        adamw_case(3, [[4, 4], [4]], steps=3),
+        "three adamw_steps with weight_decay=0.1 (lr=0.05)",
+        ("l2-decay", "decay-without-lr"),
+        lr=0.05,
+        weight_decay=0.1,
+    )
+
+
+@pytest.mark.check("adamw-eps")
+def test_adamw_eps(student):
+    # Gradients of about 1e-3 and eps=1e-3: where eps goes changes the step by a third.
+    check_adamw(
+        student,
+        adamw_case(4, [[6], [2, 2]], steps=2, grad_scale=1e-3),
+        "two adamw_steps with gradients near 1e-3 and eps=1e-3",
+        ("eps-inside",),
+        lr=0.01,
+        eps=1e-3,
+    )
+
+
+@pytest.mark.check("adamw-per-parameter")
+def test_adamw_per_parameter(student):
+    # Three parameters of one shape whose gradients differ by orders of magnitude.
+    case = adamw_case(5, [[3], [3], [3]], steps=3)
+    case = {
+        "params": case["params"],
+        "grads": [[g * 10.0**i for i, g in enumerate(grads)] for grads in case["grads"]],
+    }
+    check_adamw(
+        student,
+        case,
+        "three adamw_steps on parameters with gradients of 1, 10 and 100",
+        ("shared-state",),
+        lr=0.01,
+        betas=(0.8, 0.9),
+    )
 
 
 # -- train_step -----------------------------------------------------------------------------------

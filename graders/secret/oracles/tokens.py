@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import regex
 
 from graders.gpt2 import GPT2_PATTERN, gpt2
@@ -103,6 +105,96 @@ def bpe_merges(
     pieces: list[bytes], ranks: dict[bytes, int], mistake: str | None = None
 ) -> list[list[int]]:
     return [bpe_merge(piece, ranks, mistake) for piece in pieces]
+
+
+def _train_bpe(
+    text: str,
+    vocab_size: int,
+    *,
+    tie: str = "first",
+    across: bool = False,
+    first_only: bool = False,
+    characters: bool = False,
+) -> dict[bytes, int]:
+    """BPE training written out, one full count per merge; the knobs give classic mistakes
+    (``tie``: "first" met, "last" met or "greatest" pair; pairs counted ``across`` pieces;
+    only the ``first_only`` occurrence in each piece merged; ``characters`` as first units)."""
+    pieces = [text] if across else regex.findall(GPT2_PATTERN, text)
+    if characters:
+        words = [[c.encode("utf-8") for c in piece] for piece in pieces]
+    else:
+        words = [[bytes([b]) for b in piece.encode("utf-8")] for piece in pieces]
+    ranks = {bytes([b]): b for b in range(256)}
+    while len(ranks) < vocab_size:
+        counts: dict[tuple[bytes, bytes], int] = {}
+        for word in words:
+            for pair in zip(word, word[1:], strict=False):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            break
+        top = max(counts.values())
+        tied = [pair for pair, n in counts.items() if n == top]  # in the order first met
+        best = {"first": tied[0], "last": tied[-1], "greatest": max(tied)}[tie]
+        joined = best[0] + best[1]
+        ranks.setdefault(joined, len(ranks))
+        for w, word in enumerate(words):
+            out, i, done = [], 0, False
+            while i < len(word):
+                if not done and word[i : i + 2] == list(best):
+                    out.append(joined)
+                    i, done = i + 2, first_only
+                else:
+                    out.append(word[i])
+                    i += 1
+            words[w] = out
+    return ranks
+
+
+_TRAIN_BPE_MISTAKES: dict[str, dict[str, Any]] = {
+    "tie-last": {"tie": "last"},
+    "tie-greatest": {"tie": "greatest"},
+    "across-pieces": {"across": True},
+    "first-only": {"first_only": True},
+    "characters": {"characters": True},
+}
+
+
+def train_bpe(text: str, vocab_size: int, mistake: str | None = None) -> dict[bytes, int]:
+    """tiktoken's educational trainer (the contract's oracle), or a mistake's ranks.
+
+    tiktoken's trainer raises ValueError once no pair is left to merge (``max`` of nothing);
+    the contract stops there, which the written-out trainer does. Checks use only texts on
+    which tiktoken's ranks are all distinct, where the two agree (``bpe_ranks_distinct``).
+    """
+    if mistake == "one-too-many":
+        return train_bpe(text, vocab_size + 1)
+    if mistake == "one-too-few":
+        return train_bpe(text, vocab_size - 1)
+    if mistake is not None:
+        if mistake not in _TRAIN_BPE_MISTAKES:
+            raise unknown(mistake)
+        return _train_bpe(text, vocab_size, **_TRAIN_BPE_MISTAKES[mistake])
+    from tiktoken._educational import bpe_train
+
+    try:
+        ranks = bpe_train(text, vocab_size, GPT2_PATTERN, visualise=None)
+    except ValueError:  # ran out of pairs before vocab_size
+        return _train_bpe(text, vocab_size)
+    if len(set(ranks.values())) != len(ranks):
+        raise ValueError("tiktoken's trainer gave a rank twice on this text: a bad check input")
+    return ranks
+
+
+def bpe_ranks_distinct(text: str, vocab_size: int) -> bool:
+    """Whether tiktoken's trainer gives ``text`` distinct ranks (where the contract is its
+    answer: joined bytes never met twice from two different pairs)."""
+    from tiktoken._educational import bpe_train
+
+    try:
+        ranks = bpe_train(text, vocab_size, GPT2_PATTERN, visualise=None)
+    except ValueError:
+        return True  # it ran out of pairs: the written-out trainer answers
+    return len(set(ranks.values())) == len(ranks)
 
 
 def encode(text: str, mistake: str | None = None) -> list[int]:

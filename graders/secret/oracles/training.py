@@ -54,6 +54,94 @@ def lr_at(steps: list[int], mistake: str | None = None, **schedule: Any) -> list
     return [_lr(step, **schedule, **flags) for step in steps]
 
 
+_ADAMW_MISTAKES: dict[str, dict[str, Any]] = {
+    "no-bias-correction": {"correct": False},
+    "l2-decay": {"l2": True},
+    "decay-without-lr": {"decay_lr": False},
+    "eps-inside": {"eps_inside": True},
+    "step-off-by-one": {"step_offset": 1},
+    "shared-state": {"shared": True},
+}
+
+
+def _adamw(
+    params: list[Tensor],
+    grads: list[list[Tensor]],
+    *,
+    lr: float,
+    betas: tuple[float, float],
+    eps: float,
+    weight_decay: float,
+    correct: bool = True,
+    l2: bool = False,
+    decay_lr: bool = True,
+    eps_inside: bool = False,
+    step_offset: int = 0,
+    shared: bool = False,
+) -> list[list[Tensor]]:
+    """AdamW written out, one step per entry of ``grads``; the flags give classic mistakes
+    (``shared``: one pair of moments carried from parameter to parameter)."""
+    b1, b2 = betas
+    p = [t.clone() for t in params]
+    m = [torch.zeros_like(t) for t in params]
+    v = [torch.zeros_like(t) for t in params]
+    after = []
+    for t, step_grads in enumerate(grads, start=1 + step_offset):
+        carried = (m[-1], v[-1])
+        for i, g in enumerate(step_grads):
+            if l2:
+                g = g + weight_decay * p[i]
+            m_i, v_i = carried if shared else (m[i], v[i])
+            m_i = b1 * m_i + (1 - b1) * g
+            v_i = b2 * v_i + (1 - b2) * g * g
+            m[i], v[i] = m_i, v_i
+            carried = (m_i, v_i)
+            m_hat = m_i / (1 - b1**t) if correct else m_i
+            v_hat = v_i / (1 - b2**t) if correct else v_i
+            denom = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
+            if not l2:
+                p[i] = p[i] * (1 - (lr if decay_lr else 1.0) * weight_decay)
+            p[i] = p[i] - lr * m_hat / denom
+        if shared:
+            m, v = [carried[0]] * len(p), [carried[1]] * len(p)
+        after.append([t.clone() for t in p])
+    return after
+
+
+def adamw_steps(
+    params: list[Tensor],
+    grads: list[list[Tensor]],
+    mistake: str | None = None,
+    *,
+    lr: float,
+    betas: tuple[float, float] = (0.9, 0.95),
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+) -> dict:
+    """torch.optim.AdamW over the steps of ``grads`` (one list of gradients per step): the
+    parameters after each step and the final state; or the parameters a mistake gives."""
+    hyper = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+    if mistake is not None:
+        if mistake not in _ADAMW_MISTAKES:
+            raise unknown(mistake)
+        return {"params": _adamw(params, grads, **hyper, **_ADAMW_MISTAKES[mistake])}
+    leaves = [t.clone().requires_grad_(True) for t in params]
+    optimizer = torch.optim.AdamW(leaves, **hyper, foreach=False)
+    after = []
+    for step_grads in grads:
+        for leaf, g in zip(leaves, step_grads, strict=True):
+            leaf.grad = g.clone()
+        optimizer.step()
+        after.append([leaf.detach().clone() for leaf in leaves])
+    states = [optimizer.state[leaf] for leaf in leaves]
+    state = {
+        "step": len(grads),
+        "exp_avg": [s["exp_avg"].clone() for s in states],
+        "exp_avg_sq": [s["exp_avg_sq"].clone() for s in states],
+    }
+    return {"params": after, "state": state}
+
+
 def _zero_each_batch(model, micro_batches, optimizer, max_grad_norm=1.0):
     """The mistake: zeroing the gradients inside the loop keeps only the last micro-batch."""
     model.train()
