@@ -14,14 +14,17 @@ import torch
 from torch import Tensor
 
 from .lessons import Lessons, load
+from .tokenizer import Encoding
 from .vocab import gpt2_encoding
 
 Batch = tuple[Tensor, Tensor]
 
 
-def tokenize(text: str) -> Tensor:
-    """GPT-2 ids of ``text`` (tiktoken's fast encoder; ``tokens.encode`` gives the same ids)."""
-    return torch.tensor(gpt2_encoding().encode_ordinary(text), dtype=torch.long)
+def tokenize(text: str, encoding: Encoding | None = None) -> Tensor:
+    """The ids of ``text``: GPT-2's by default (tiktoken's fast encoder; ``tokens.encode``
+    gives the same ids), or those of another ``encoding`` (a ``gpt.tokenizer`` one)."""
+    encoding = gpt2_encoding() if encoding is None else encoding
+    return torch.tensor(encoding.encode_ordinary(text), dtype=torch.long)
 
 
 def split(ids: Tensor, val_fraction: float) -> tuple[Tensor, Tensor]:

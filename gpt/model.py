@@ -7,10 +7,14 @@ follow GPT-2 (``transformer.wte``, ``transformer.h.0.attn.c_attn``, ``lm_head``)
 published weights load with ``generation.load_gpt2_state_dict``. The lesson functions of
 the ``lessons`` it is given (``gpt.lessons``: the reference or the student's) are called where
 they apply (embedding lookup, position vectors, masks, position ids), so a student's package
-runs in the same model. Two parts have a fast library version and a lesson version:
+runs in the same model. Three parts have a fast library version and a lesson version:
 attention (``attention="fused"``: ``F.scaled_dot_product_attention``; ``"lesson"``: the
-lessons' ``attention.attention``) and the training loss (``loss="fused"``: the chunked
-``fused_loss``; ``"lesson"``: full logits and the lessons' ``objective.lm_loss``).
+lessons' ``attention.attention``), the training loss (``loss="fused"``: the chunked
+``fused_loss``; ``"lesson"``: full logits and the lessons' ``objective.lm_loss``) and the
+blocks (``block="fused"``: the ``nn`` modules below; ``"lesson"``: the lessons'
+``block.transformer_block`` and ``block.layer_norm`` on this model's own weights, and
+``block.gpt_logits`` for the whole forward pass where it applies). The lesson block has no
+dropout, so ``block="lesson"`` trains without it.
 """
 
 from __future__ import annotations
@@ -147,15 +151,24 @@ class GPT(nn.Module):
         *,
         attention: str = "fused",
         loss: str = "fused",
+        block: str = "fused",
     ) -> None:
         """``lessons``: whose lesson functions the model calls (default: the reference);
-        ``attention`` and ``loss``: "fused" (library kernels) or "lesson" (the lessons')."""
+        ``attention``, ``loss`` and ``block``: "fused" (library kernels and modules) or
+        "lesson" (the lessons'). The lesson block calls the lessons' attention itself, so it
+        needs ``attention="lesson"``."""
         super().__init__()
-        if attention not in ("fused", "lesson") or loss not in ("fused", "lesson"):
-            raise ValueError("attention and loss must each be 'fused' or 'lesson'")
+        if any(part not in ("fused", "lesson") for part in (attention, loss, block)):
+            raise ValueError("attention, loss and block must each be 'fused' or 'lesson'")
+        if block == "lesson" and attention != "lesson":
+            raise ValueError(
+                "block='lesson' runs the lessons' self_attention, which calls the lessons' "
+                "attention: pass attention='lesson' too"
+            )
         self.config = config
         self.lessons = load(lessons)
         self.loss = loss
+        self.block = block
         # None: PyTorch's fused attention. A plain attribute, so a test may swap it.
         self.attention_fn = self.lessons.attention.attention if attention == "lesson" else None
         self.transformer = nn.ModuleDict(
@@ -201,6 +214,12 @@ class GPT(nn.Module):
         cross-entropy with -100 ignored, computed in chunks (``fused_loss``) so the [B, T, V]
         logits are never materialised, or with ``loss="lesson"`` by the lessons' ``lm_loss``.
         """
+        whole = targets is None or self.loss == "lesson"  # the head's logits are needed
+        if self.block == "lesson" and doc_ids is None and whole:
+            # The whole model is the lessons' own: embeddings, blocks, final norm and head.
+            params = dict(self.named_parameters())  # the tied head is listed once, as wte
+            logits = self.lessons.block.gpt_logits(ids, params, self.config.n_head)
+            return logits if targets is None else self.lesson_loss(logits, ids, targets)
         embeddings, packing = self.lessons.embeddings, self.lessons.packing
         wte, wpe = self.transformer.wte.weight, self.transformer.wpe.weight
         x = embeddings.lookup(wte, ids)
@@ -212,15 +231,29 @@ class GPT(nn.Module):
             mask = packing.document_mask(doc_ids).unsqueeze(1)  # [B, 1, T, T]: every head
         if mask is None and self.attention_fn is not None:  # the lesson's attention wants one
             mask = self.lessons.attention.causal_mask(ids.shape[1]).to(ids.device)
-        x = self.transformer.drop(x)
-        for block in self.transformer.h:
-            x = block(x, mask, self.attention_fn)
-        x = self.transformer.ln_f(x)
+        if self.block == "lesson":
+            x = self.lesson_blocks(x, mask)
+        else:
+            x = self.transformer.drop(x)
+            for block in self.transformer.h:
+                x = block(x, mask, self.attention_fn)
+            x = self.transformer.ln_f(x)
         if targets is None:
             return self.lm_head(x)
         if self.loss == "fused":
             return linear_cross_entropy(x.flatten(0, 1), self.lm_head.weight, targets.flatten())
         return self.lesson_loss(self.lm_head(x), ids, targets)
+
+    def lesson_blocks(self, x: Tensor, mask: Tensor) -> Tensor:
+        """The lessons' ``transformer_block`` for every block, then their ``layer_norm`` with
+        ``ln_f``: x [B, T, C] -> [B, T, C], on this model's weights (``mask`` as for the
+        lessons' attention)."""
+        block = self.lessons.block
+        for layer in self.transformer.h:
+            params = dict(layer.named_parameters())  # ln_1.weight, attn.c_attn.weight, ...
+            x = block.transformer_block(x, params, self.config.n_head, mask)
+        ln_f = self.transformer.ln_f
+        return block.layer_norm(x, ln_f.weight, ln_f.bias)
 
     def lesson_loss(self, logits: Tensor, ids: Tensor, targets: Tensor) -> Tensor:
         """The lessons' ``lm_loss`` of logits [B, T, V] against targets [B, T] (already shifted).

@@ -5,6 +5,14 @@ of ``--lessons`` (the reference ``solutions``, or ``exercises``: your own) and a
 real run needs: AdamW with decay groups, bf16 autocast where the device supports it, periodic
 evaluation and samples, atomic checkpoints with exact resume, a progress bar with tokens/s,
 metrics as JSON lines, a loss-curve PNG and a closing report.
+
+Five parts have a library version (the default: fast) and a lesson version: ``--attention``,
+``--loss``, ``--block`` (layer norm, the MLP, the heads, the residual blocks and the whole
+forward pass), ``--optimizer`` (``gpt.optim.LessonAdamW`` around the lessons' ``adamw_step``)
+and ``--tokenizer`` (merges learned on the corpus by the lessons' ``train_bpe``, saved as
+OUT/vocab.tiktoken). ``--all-lessons`` sets all five to ``lesson``: every computation with
+learned weights, the optimizer and the merges are then the lessons' own, and the run says
+which parts are still library code.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ from . import checkpoint, data, distributed
 from .corpus import CorpusError, load_corpus
 from .lessons import Lessons, LessonsError, load
 from .model import GPT, PRESETS, preset
+from .optim import LessonAdamW
+from .tokenizer import VOCAB_FILE, Encoding, VocabularyError, lesson_tokenizer
 from .vocab import VocabularyNotFound, gpt2_encoding
 
 CHECKPOINT = "checkpoint.pt"
@@ -100,6 +110,10 @@ class TrainConfig:
     lessons: str = "solutions"  # or "exercises" (yours), or the folder of a lesson package
     attention: str = "fused"  # or "lesson": the lessons' own attention.attention
     loss: str = "fused"  # or "lesson": full logits and the lessons' objective.lm_loss
+    block: str = "fused"  # or "lesson": the lessons' block module (needs --attention lesson)
+    optimizer: str = "torch"  # or "lesson": gpt.optim.LessonAdamW, the lessons' adamw_step
+    tokenizer: str = "gpt2"  # or "lesson": merges trained on the corpus with train_bpe
+    vocab_size: int = 1024  # ranks --tokenizer lesson trains (the 256 bytes included)
     prompt: str = "A language model"
     sample_tokens: int = 60
     temperature: float = 0.8
@@ -146,6 +160,12 @@ OPTION_HELP = {
     "(yours) or a package folder",
     "attention": "fused (PyTorch's kernel) or lesson (the lessons' own attention function)",
     "loss": "fused (chunked, never builds the full logits) or lesson (the lessons' lm_loss)",
+    "block": "fused (torch.nn modules) or lesson (the lessons' layer_norm, mlp, "
+    "transformer_block and gpt_logits; no dropout; needs --attention lesson)",
+    "optimizer": "torch (torch.optim.AdamW) or lesson (the lessons' adamw_step)",
+    "tokenizer": "gpt2 (GPT-2's merges, through tiktoken) or lesson (merges learned on the "
+    "corpus by the lessons' train_bpe, saved as OUT/vocab.tiktoken)",
+    "vocab_size": "with --tokenizer lesson: the number of ranks train_bpe learns",
     "prompt": "start of the sample generated at the end",
     "sample_tokens": "tokens to generate for the sample",
     "temperature": "sampling temperature of the sample (0: greedy)",
@@ -171,9 +191,36 @@ def parse_args(argv: list[str] | None) -> tuple[TrainConfig, bool]:
             help=f"{OPTION_HELP[field.name]} (default: {default})",
         )
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    parser.add_argument(
+        "--all-lessons",
+        action="store_true",
+        help="the lessons' version of every part: --attention, --loss, --block, --optimizer "
+        "and --tokenizer lesson",
+    )
     args = vars(parser.parse_args(argv))
     fresh = args.pop("fresh")
+    if args.pop("all_lessons"):
+        args.update(dict.fromkeys(LESSON_PARTS, "lesson"))
     return TrainConfig(**args), fresh
+
+
+# The parts with a library and a lesson version, and what the library version is.
+LESSON_PARTS = {
+    "tokenizer": "the tokenizer's merges (GPT-2's, through tiktoken)",
+    "block": "layer norm, GELU, the heads and the linear layers (torch.nn modules)",
+    "attention": "attention (F.scaled_dot_product_attention)",
+    "loss": "the output layer and the loss (the chunked fused cross-entropy)",
+    "optimizer": "the optimizer (torch.optim.AdamW)",
+}
+
+
+def library_parts(cfg: TrainConfig) -> list[str]:
+    """The parts of a run that are library code rather than the lessons'.
+
+    With ``--block lesson`` the output layer is the lessons' (``gpt_logits``) whenever the
+    loss is too; with the fused loss it is part of the library's chunked loss.
+    """
+    return [what for part, what in LESSON_PARTS.items() if getattr(cfg, part) != "lesson"]
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -226,6 +273,21 @@ def validate(cfg: TrainConfig) -> None:
         raise UsageError("--attention must be fused (PyTorch's kernel) or lesson (yours)")
     if cfg.loss not in ("fused", "lesson"):
         raise UsageError("--loss must be fused (chunked) or lesson (the lessons' lm_loss)")
+    if cfg.block not in ("fused", "lesson"):
+        raise UsageError("--block must be fused (torch.nn modules) or lesson (yours)")
+    if cfg.block == "lesson" and cfg.attention != "lesson":
+        raise UsageError(
+            "--block lesson runs your self_attention, which calls your attention: pass "
+            "--attention lesson too (or --all-lessons)"
+        )
+    if cfg.optimizer not in ("torch", "lesson"):
+        raise UsageError("--optimizer must be torch (torch.optim.AdamW) or lesson (yours)")
+    if cfg.tokenizer not in ("gpt2", "lesson"):
+        raise UsageError("--tokenizer must be gpt2 (GPT-2's merges) or lesson (train_bpe's)")
+    if cfg.tokenizer == "lesson" and cfg.vocab_size < 256:
+        raise UsageError(
+            f"--vocab-size {cfg.vocab_size} cannot hold the 256 single bytes; use 256 or more"
+        )
     if cfg.dtype not in ("auto", "float32", "bfloat16"):
         raise UsageError("--dtype must be auto, float32 or bfloat16")
 
@@ -253,8 +315,11 @@ def autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | None
     return torch.bfloat16 if cuda_bf16 else None
 
 
-def make_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool) -> torch.optim.AdamW:
-    """AdamW; matrices decay, biases and LayerNorm gains don't (decay would pull them to 0)."""
+def make_optimizer(
+    model: nn.Module, cfg: TrainConfig, fused: bool, lessons: Lessons | None = None
+) -> torch.optim.Optimizer:
+    """AdamW; matrices decay, biases and LayerNorm gains don't (decay would pull them to 0).
+    ``cfg.optimizer == "lesson"``: the same groups, stepped by the lessons' ``adamw_step``."""
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
@@ -262,7 +327,29 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, fused: bool) -> torch.opt
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
+    if cfg.optimizer == "lesson":
+        return LessonAdamW(groups, load(lessons).training.adamw_step, lr=cfg.lr, betas=(0.9, 0.95))
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), fused=fused or None)
+
+
+def make_tokenizer(
+    cfg: TrainConfig, text: str, lessons: Lessons, reuse: bool, save: bool, quiet: bool
+) -> Encoding:
+    """GPT-2's tokenizer, or (``--tokenizer lesson``) merges learned on ``text`` by the
+    lessons' ``train_bpe``: read from OUT/vocab.tiktoken when ``reuse`` (a resumed run), else
+    trained now and saved there when ``save`` (the main process)."""
+    if cfg.tokenizer != "lesson":
+        return gpt2_encoding()
+    if not quiet and not (reuse and (Path(cfg.out) / VOCAB_FILE).exists()):
+        print(
+            f"learning {cfg.vocab_size - 256} merges on {len(text):,} characters with "
+            f"train_bpe of {lessons.package} (once: saved as {Path(cfg.out) / VOCAB_FILE})",
+            flush=True,
+        )
+    try:
+        return lesson_tokenizer(text, cfg.vocab_size, lessons.tokens, Path(cfg.out), reuse, save)
+    except VocabularyError as error:
+        raise UsageError(str(error)) from None
 
 
 def read_metrics(path: Path, before_step: int) -> list[dict]:
@@ -304,8 +391,7 @@ def plot_losses(records: list[dict], path: Path, baseline: float | None = None) 
     plt.close(fig)
 
 
-def sample_text(model: GPT, cfg: TrainConfig, device: torch.device) -> str:
-    enc = gpt2_encoding()
+def sample_text(model: GPT, cfg: TrainConfig, device: torch.device, enc: Encoding) -> str:
     ids = torch.tensor([enc.encode_ordinary(cfg.prompt)], device=device)
     rng = torch.Generator(device=device).manual_seed(cfg.seed)
     out = model.lessons.generation.generate(
@@ -356,7 +442,10 @@ def _train(
     ckpt_path = out / CHECKPOINT
     torch.manual_seed(cfg.seed)
 
-    ids = data.tokenize(load_corpus(cfg.corpus))
+    text = load_corpus(cfg.corpus)
+    resuming = ckpt_path.exists() and not fresh
+    tokenizer = make_tokenizer(cfg, text, lessons, resuming, world.is_main, quiet)
+    ids = data.tokenize(text, tokenizer)
     try:  # a corpus too small for the batch shape: the data module's message names the fix
         train_ids, val_ids = data.split(ids, cfg.val_fraction)
         stream = data.BatchStream(
@@ -369,13 +458,19 @@ def _train(
         raise UsageError(str(error)) from None
     val_batches = [(x.to(device), y.to(device)) for x, y in val_batches]
 
-    model_config = dataclasses.replace(preset(cfg.preset), dropout=cfg.dropout)
-    model = GPT(model_config, lessons, attention=cfg.attention, loss=cfg.loss).to(device)
-    optimizer = make_optimizer(model, cfg, fused=device.type == "cuda")
+    model_config = dataclasses.replace(
+        preset(cfg.preset), dropout=cfg.dropout, vocab_size=tokenizer.n_vocab
+    )
+    model = GPT(model_config, lessons, attention=cfg.attention, loss=cfg.loss, block=cfg.block).to(
+        device
+    )
+    optimizer = make_optimizer(model, cfg, fused=device.type == "cuda", lessons=lessons)
     start = 0
+    if world.is_main and not quiet:
+        print(describe_parts(cfg, lessons), flush=True)
     if world.rank:  # the same initial weights everywhere, but each rank its own dropout masks
         torch.manual_seed(cfg.seed + world.rank)
-    if ckpt_path.exists() and not fresh:
+    if resuming:
         state = checkpoint.load(ckpt_path)
         check_resumable(state["train_config"], cfg, ckpt_path)
         model.load_state_dict(state["model"])
@@ -468,8 +563,23 @@ def _train(
         "parameters": model.num_parameters(),
         "corpus_tokens": len(ids),
         "out": str(out),
-        "sample": sample_text(model, cfg, device),
+        "sample": sample_text(model, cfg, device, tokenizer),
+        "library_parts": library_parts(cfg),
+        "files": [CHECKPOINT, METRICS, "loss.png", "config.json"]
+        + ([VOCAB_FILE] if cfg.tokenizer == "lesson" else []),
     }
+
+
+def describe_parts(cfg: TrainConfig, lessons: Lessons) -> str:
+    """One line: whose code the run trains with, and what is still library code."""
+    library = library_parts(cfg)
+    whose = f"lessons: {lessons.package}"
+    if not library:
+        return (
+            f"{whose}; every part with learned weights, the optimizer and the merges are the "
+            "lessons' own (autograd, gradient clipping and the batches' shuffling are PyTorch's)"
+        )
+    return f"{whose}; still library code: " + "; ".join(library)
 
 
 def check_resumable(saved: dict, cfg: TrainConfig, path: Path) -> None:
@@ -558,8 +668,9 @@ def print_report(report: dict) -> None:
                 f"  unigram baseline {report['unigram_entropy']:.3f}  "
                 "(entropy of the corpus's token frequencies: a model that ignores context)",
                 f"  throughput       {report['tokens_per_s']:,.0f} tokens/s",
-                f"  files            {report['out']}/ "
-                "(checkpoint.pt, metrics.jsonl, loss.png, config.json)",
+                "  library code     "
+                + ("; ".join(report["library_parts"]) or "none with learned weights"),
+                f"  files            {report['out']}/ ({', '.join(report['files'])})",
                 "Sample:",
                 "  " + report["sample"].replace("\n", "\n  "),
             ]
@@ -585,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         UsageError,
         CorpusError,
         VocabularyNotFound,
+        VocabularyError,
         LessonsError,
         checkpoint.CheckpointError,
     ) as error:
