@@ -133,3 +133,30 @@ def test_context_longer_than_positions_is_a_clear_error() -> None:
 def test_unknown_preset_lists_the_names() -> None:
     with pytest.raises(ValueError, match="tiny"):
         preset("huge")
+
+
+def test_model_with_lesson_block_equals_fused_block() -> None:
+    pytest.importorskip("solutions.block", reason="needs the block lesson (solutions/block.py)")
+    torch.manual_seed(0)
+    fused = GPT(SMALL)
+    parts = {"attention": "lesson", "block": "lesson"}
+    twins = {loss: GPT(SMALL, loss=loss, **parts) for loss in ("fused", "lesson")}
+    ids = torch.randint(0, SMALL.vocab_size, (2, 16))
+    targets = torch.randint(0, SMALL.vocab_size, (2, 16))
+    doc_ids = torch.tensor([[0] * 7 + [1] * 9, [0] * 16])
+    expected = fused(ids, targets=targets)
+    expected.backward()
+    for twin in twins.values():
+        twin.load_state_dict(fused.state_dict())
+        torch.testing.assert_close(twin(ids), fused(ids), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(twin(ids, doc_ids=doc_ids), fused(ids, doc_ids=doc_ids))
+        loss = twin(ids, targets=targets)
+        torch.testing.assert_close(loss, expected, atol=1e-5, rtol=1e-5)
+        loss.backward()
+        for (name, a), b in zip(twin.named_parameters(), fused.parameters(), strict=True):
+            torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_lesson_block_needs_lesson_attention() -> None:
+    with pytest.raises(ValueError, match="attention='lesson' too"):
+        GPT(SMALL, block="lesson")

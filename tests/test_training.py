@@ -17,7 +17,9 @@ import torch
 
 from gpt import data, train
 from gpt.model import GPT, GPTConfig
-from solutions import training
+from gpt.optim import LessonAdamW
+from gpt.tokenizer import VOCAB_FILE, VocabularyError, check_ranks, load_ranks, save_ranks
+from solutions import tokens, training
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = GPTConfig(vocab_size=61, block_size=16, n_layer=2, n_head=2, n_embd=16)
@@ -229,6 +231,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
         (["--context-length", "4096"], "longer than the 'tiny' preset's 256 positions"),
         (["--preset", "enormous"], "unknown model preset 'enormous'"),
         (["--steps", "10", "--warmup-steps", "10"], "--warmup-steps"),
+        (["--block", "lesson"], "--attention lesson too"),
+        (["--optimizer", "sgd"], "--optimizer must be torch"),
+        (["--tokenizer", "lesson", "--vocab-size", "100"], "cannot hold the 256 single bytes"),
     ],
 )
 def test_bad_input_is_one_clear_line(args: list[str], needle: str) -> None:
@@ -266,3 +271,82 @@ def test_corrupt_checkpoint_is_one_clear_line(tmp_path: Path, small_corpus: Path
     assert result.returncode == 2
     assert "corrupt" in result.stderr and "--fresh" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_lesson_adamw_equals_torch_adamw_and_resumes_from_its_state_dict() -> None:
+    torch.manual_seed(0)
+    model = GPT(SMALL)
+    twin = copy.deepcopy(model)
+    cfg = train.TrainConfig(lr=1e-2, weight_decay=0.1)
+    reference = train.make_optimizer(model, cfg, fused=False)
+    lesson = train.make_optimizer(twin, dataclasses.replace(cfg, optimizer="lesson"), False)
+    assert isinstance(lesson, LessonAdamW)
+    x, y = torch.randint(0, 61, (2, 2, 16))
+    for step in range(4):
+        if step == 2:  # a checkpoint and a fresh optimizer: the state carries over
+            saved = lesson.state_dict()
+            lesson = train.make_optimizer(twin, dataclasses.replace(cfg, optimizer="lesson"), 0)
+            lesson.load_state_dict(saved)
+        for net, optimizer in ((model, reference), (twin, lesson)):
+            training.train_step(net, [(x, y)], optimizer, max_grad_norm=1e9)
+    # Steps are about lr = 1e-2; the two write the update in different orders of float ops.
+    for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+    assert all(state["step"] == 4 for state in lesson.state.values())
+
+
+def test_vocabulary_round_trips_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    ranks = tokens.train_bpe("low lower lowest " * 3, 300)
+    save_ranks(tmp_path / VOCAB_FILE, ranks)
+    assert load_ranks(tmp_path / VOCAB_FILE) == ranks
+    (tmp_path / VOCAB_FILE).write_bytes(b"not base64 at all\n")
+    with pytest.raises(VocabularyError, match="delete it to train the merges again"):
+        load_ranks(tmp_path / VOCAB_FILE)
+    with pytest.raises(VocabularyError, match="each once"):
+        check_ranks({**ranks, b"xyz": 1}, "train_bpe's result")
+    without_a_byte = {t: r for t, r in ranks.items() if t != b"\x00"}
+    with pytest.raises(VocabularyError, match="no rank for 1 single bytes"):
+        check_ranks({t: r - 1 for t, r in without_a_byte.items()}, "train_bpe's result")
+
+
+def test_lesson_parts_train_resume_exactly_and_keep_their_merges(
+    tmp_path: Path, small_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parts = dict(optimizer="lesson", tokenizer="lesson", vocab_size=300, steps=4)
+    straight = _config(tmp_path, small_corpus, out=str(tmp_path / "straight"), **parts)
+    report = train.run(straight, quiet=True)
+    assert "the optimizer (torch.optim.AdamW)" not in report["library_parts"]
+    ranks = load_ranks(Path(straight.out) / VOCAB_FILE)
+    assert len(ranks) == 300
+    state = torch.load(Path(straight.out) / "checkpoint.pt", weights_only=True)
+    assert state["model"]["transformer.wte.weight"].shape[0] == 300
+
+    resumed = _config(tmp_path, small_corpus, out=str(tmp_path / "resumed"), **parts)
+    real_step, steps = training.train_step, []
+
+    def killed_during_step_3(*args, **kwargs):
+        steps.append(1)
+        if len(steps) == 4:  # the checkpoint holds steps 0-2
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train_step", killed_during_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        train.run(resumed, quiet=True)
+    monkeypatch.setattr(training, "train_step", real_step)
+    trained = []
+    monkeypatch.setattr(tokens, "train_bpe", lambda *args: trained.append(args))
+    train.run(resumed, quiet=True)  # resumes from step 3 with the saved merges
+    assert not trained
+    assert _losses(Path(resumed.out)) == _losses(Path(straight.out))
+
+
+def test_library_parts_name_what_is_not_the_lessons() -> None:
+    default = train.TrainConfig()
+    assert len(train.library_parts(default)) == 5
+    args = ["--all-lessons", "--preset", "micro"]
+    everything, _ = train.parse_args(args)
+    assert train.library_parts(everything) == []
+    assert "every part with learned weights" in train.describe_parts(
+        everything, train.load("solutions")
+    )
