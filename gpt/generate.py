@@ -4,8 +4,9 @@ The model is GPT-2 from the Hugging Face Hub (``--model gpt2``, the default, or
 ``gpt2-medium``, ``gpt2-large``, ``gpt2-xl``, or any ``owner/name`` repository), a local
 folder in the Hub's layout (config.json + model.safetensors), or a course run written by
 ``python -m gpt.train`` (``--model runs/default``: its ``checkpoint.pt``). The text is
-encoded with GPT-2's tokenizer, extended with the lessons' ``generation.generate`` (the
-reference's, or yours with ``--lessons exercises``) and printed.
+encoded with GPT-2's tokenizer, or with the run's own merges where it trained with
+``--tokenizer lesson`` (its ``vocab.tiktoken``), extended with the lessons'
+``generation.generate`` (the reference's, or yours with ``--lessons exercises``) and printed.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import torch
 from core.cli import Parser
 
 from . import checkpoint, hub
-from .lessons import Lessons, LessonsError
+from .lessons import Lessons, LessonsError, load
 from .model import GPT, GPTConfig
+from .tokenizer import VOCAB_FILE, Encoding, LessonTokenizer, VocabularyError, load_ranks
 from .vocab import EOT_ID, VOCAB_SIZE, VocabularyNotFound, gpt2_encoding
 
 CHECKPOINT = "checkpoint.pt"  # what gpt.train writes into its --out folder
@@ -57,6 +59,19 @@ def load_model(
     return hub.from_pretrained(spec, device=device, lessons=lessons)
 
 
+def run_encoding(spec: str, lessons: Lessons | str | None = None) -> Encoding | None:
+    """The merges a training run learned (``--tokenizer lesson``: ``vocab.tiktoken`` beside
+    its checkpoint), encoded with the lessons' ``split_pieces`` and ``bpe_merge``; None for
+    a model with GPT-2's vocabulary."""
+    path = Path(spec).expanduser()
+    if path.is_file() and path.suffix == ".pt":  # a run's checkpoint.pt
+        path = path.parent
+    if not (path.is_dir() and (path / VOCAB_FILE).is_file()):
+        return None
+    folder = path
+    return LessonTokenizer(load_ranks(folder / VOCAB_FILE), load(lessons).tokens)
+
+
 def generate_text(
     model: GPT,
     prompt: str,
@@ -65,16 +80,21 @@ def generate_text(
     temperature: float = 0.8,
     top_k: int | None = 40,
     seed: int | None = 1337,
+    encoding: Encoding | None = None,
 ) -> str:
-    """The prompt and its continuation, as text (an empty prompt starts at <|endoftext|>)."""
-    enc = gpt2_encoding()
-    if model.config.vocab_size < VOCAB_SIZE:
-        raise UsageError(
-            f"the model has a vocabulary of {model.config.vocab_size} tokens, not GPT-2's "
-            f"{VOCAB_SIZE}; its token ids cannot be GPT-2's"
-        )
+    """The prompt and its continuation, as text (an empty prompt starts at <|endoftext|>).
+    ``encoding``: the model's own tokenizer (``run_encoding``), else GPT-2's."""
+    if encoding is None:
+        encoding = gpt2_encoding()
+        if model.config.vocab_size < VOCAB_SIZE:
+            raise UsageError(
+                f"the model has a vocabulary of {model.config.vocab_size} tokens, not GPT-2's "
+                f"{VOCAB_SIZE}; its token ids cannot be GPT-2's"
+            )
+    elif not prompt:
+        raise UsageError("a model with merges of its own has no <|endoftext|>: give a prompt")
     device = next(model.parameters()).device
-    ids = enc.encode_ordinary(prompt) or [EOT_ID]
+    ids = encoding.encode_ordinary(prompt) or [EOT_ID]
     rng = torch.Generator(device=device)
     if seed is None:
         rng.seed()
@@ -90,7 +110,7 @@ def generate_text(
         rng,
     )
     new = out[0, len(ids) :].tolist()
-    return prompt + enc.decode(new)
+    return prompt + encoding.decode(new)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -142,12 +162,14 @@ def main(argv: list[str] | None = None) -> int:
             temperature=args.temperature,
             top_k=args.top_k or None,
             seed=args.seed,
+            encoding=run_encoding(args.model, args.lessons),
         )
     except (
         UsageError,
         hub.HubError,
         checkpoint.CheckpointError,
         VocabularyNotFound,
+        VocabularyError,
         LessonsError,
     ) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpt import data, train
+from gpt import data, generate, train
 from gpt.model import GPT, GPTConfig
 from gpt.optim import LessonAdamW
 from gpt.tokenizer import VOCAB_FILE, VocabularyError, check_ranks, load_ranks, save_ranks
@@ -339,6 +339,12 @@ def test_lesson_parts_train_resume_exactly_and_keep_their_merges(
     train.run(resumed, quiet=True)  # resumes from step 3 with the saved merges
     assert not trained
     assert _losses(Path(resumed.out)) == _losses(Path(straight.out))
+
+    encoding = generate.run_encoding(straight.out)  # the generation CLI reads the merges too
+    assert encoding is not None and encoding.n_vocab == 300
+    model = generate.load_model(straight.out)
+    text = generate.generate_text(model, "The", max_new_tokens=4, encoding=encoding)
+    assert text.startswith("The") and len(text) > len("The")
 
 
 def test_library_parts_name_what_is_not_the_lessons() -> None:
