@@ -13,7 +13,11 @@ says of each whether it took part. Training normally uses library kernels for at
 the loss; when your ``attention.attention`` is implemented both runs use the lesson attention,
 and when your ``objective.cross_entropy`` or ``objective.lm_loss`` is, both compute the loss
 from full logits with the lessons' ``lm_loss`` (which calls ``cross_entropy``), so your
-versions are what your run trains with.
+versions are what your run trains with. In the same way your ``training.adamw_step`` makes
+both runs step with the lessons' AdamW (``--optimizer lesson``), your ``tokens.train_bpe``
+makes both learn their merges on the corpus (``--tokenizer lesson``: wrong merges give other
+token ids, so the curves part at step 0), and any function of your ``block`` lesson makes
+both run the lessons' block (``--block lesson``, with the lessons' attention).
 
 This runs your code in this process: it is a learning tool, not a grader.
 """
@@ -38,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Relative difference between the two losses above which the runs count as diverged.
 TOLERANCE = 1e-4
 LESSON_LOSS = ("objective.cross_entropy", "objective.lm_loss")
+BPE_VOCAB = 512  # ranks the runs learn with your train_bpe: a few seconds on the course corpus
 
 
 def is_stub(obj: object) -> bool:
@@ -158,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     yours, fallbacks = plug_in(lessons, reference)
+    block = any(name.startswith("block.") for name in yours)
     out = Path(args.out)
     base = dict(
         preset=args.preset,
@@ -173,12 +179,19 @@ def main(argv: list[str] | None = None) -> int:
         sample_tokens=5,
         dropout=0.0,
         # The same path in both runs, through your functions wherever you have them.
-        attention="lesson" if "attention.attention" in yours else "fused",
+        attention="lesson" if "attention.attention" in yours or block else "fused",
         loss="lesson" if any(name in yours for name in LESSON_LOSS) else "fused",
+        block="lesson" if block else "fused",
+        optimizer="lesson" if "training.adamw_step" in yours else "torch",
+        tokenizer="lesson" if "tokens.train_bpe" in yours else "gpt2",
+        vocab_size=BPE_VOCAB,
     )
     print(f"Your functions ({len(yours)}): {', '.join(yours) or 'none yet'}")
     print(f"Reference fallbacks ({len(fallbacks)}): {', '.join(fallbacks) or 'none'}")
-    print(f"Attention: {base['attention']}; loss: {base['loss']} (the same in both runs)")
+    print(
+        f"Attention: {base['attention']}; loss: {base['loss']}; block: {base['block']}; "
+        f"optimizer: {base['optimizer']}; tokenizer: {base['tokenizer']} (the same in both runs)"
+    )
     train.run(
         train.TrainConfig(**base, out=str(out / "reference")),
         fresh=True,

@@ -55,7 +55,7 @@ def test_untouched_exercises_fall_back_and_claim_nothing(
 ) -> None:
     out = _compare(ROOT / "exercises", tmp_path / "run", ["--corpus", str(small_corpus)])
     assert "Your functions (0)" in out
-    assert "training.train_step" in out and "Reference fallbacks (29)" in out
+    assert "training.train_step" in out and "Reference fallbacks (31)" in out
     assert "none of your functions took part" in out
     assert (tmp_path / "run" / "compare.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -77,7 +77,7 @@ def test_wrong_schedule_shows_where_the_curves_part(tmp_path: Path, small_corpus
         tmp_path, "training", replace=("(step + 1) / warmup_steps", "step / warmup_steps")
     )
     out = _compare(wrong, tmp_path / "run", ["--corpus", str(small_corpus)])
-    assert "Your functions (4): training.lr_at" in out
+    assert "Your functions (5): training.adamw_step, training.lr_at" in out
     assert "first differ at step 1" in out
     assert re.search(r"training\.fit +did not run", out)  # the CLI has its own loop
     assert "Not measured here (training never calls them): training.fit" in out
@@ -97,4 +97,25 @@ def test_your_loss_is_what_your_run_trains_with(tmp_path: Path, small_corpus: Pa
     assert "loss: lesson" in out
     assert re.search(r"objective\.cross_entropy +took part", out)
     assert "agree at every step" not in out
+    assert "first differ at step 0" in out
+
+
+def test_your_merges_and_your_adamw_are_what_your_run_trains_with(
+    tmp_path: Path, small_corpus: Path
+) -> None:
+    """A train_bpe that breaks ties the wrong way learns other merges: the token ids differ
+    from the first step; a correct adamw_step takes part in both runs."""
+    wrong_ties = _student_copy(
+        tmp_path,
+        "tokens",
+        "training",
+        replace=(
+            "best = max(pairs, key=pairs.__getitem__)",
+            "best = max(reversed(list(pairs)), key=pairs.__getitem__)",
+        ),
+    )
+    out = _compare(wrong_ties, tmp_path / "run", ["--corpus", str(small_corpus)])
+    assert "optimizer: lesson; tokenizer: lesson" in out
+    for name in ("tokens.train_bpe", "tokens.bpe_merge", "training.adamw_step"):
+        assert re.search(rf"{re.escape(name)} +took part \(\d+ calls\)", out), name
     assert "first differ at step 0" in out
