@@ -36,8 +36,10 @@ VOCAB_PACKAGE = "openai-whisper==20250625"
 # Each environment: the pyproject extras and extra packages it holds.
 ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "course": (("test", "docs", "live"), ()),
-    "dev": (("test", "docs", "grading", "live"), ("playwright>=1.40,<2", "ruff>=0.5,<1")),
+    "dev": (("test", "docs", "grading", "live"), ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2")),
 }
+# The packages mypy checks in `nox -s lint` (solutions/ and exercises/ are the lessons' code).
+TYPED = ("core", "gpt", "graders", "instructor", "live", "tools")
 DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
 # PyTorch's own index of CPU-only wheels. pip takes the newest matching version from all its
 # indexes, and a CPU wheel's version (2.13.0+cpu) sorts above PyPI's 2.13.0.
@@ -232,13 +234,14 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """Ruff over the whole tree."""
+    """Ruff over the whole tree, then mypy over the packages."""
     run(session, "dev", "-m", "ruff", "check", ".")
     formatted = [
         *("core", "gpt", "solutions", "graders", "instructor", "live", "tools", "tests", "bench"),
         *("site", "noxfile.py"),
     ]
     run(session, "dev", "-m", "ruff", "format", "--check", *formatted)
+    run(session, "dev", "-m", "mypy", *TYPED)
 
 
 @nox.session(venv_backend="none")
