@@ -71,6 +71,7 @@ _LESSON_KEYS = {
 }
 _OPTIONAL_LESSON_KEYS = {"check", "rule", "builds_on"}
 _RULE_KEYS = {"function": str, "ops": list, "names": list, "message": str}
+_OPTIONAL_RULE_KEYS = {"allow": list}
 _CHECK_KEYS = {"id": str, "function": str, "points": int, "hidden": bool, "hint": str}
 _OPTIONAL_CHECK_KEYS = {"section": str, "timeout": (int, float), "mistakes": dict}
 
@@ -128,10 +129,13 @@ class Rule:
     ops: tuple[str, ...]
     names: tuple[str, ...]
     message: str
+    # The only operations the function may run (overloads aside), when the rule lists them:
+    # an op that computes the forbidden thing under another name is refused as well.
+    allow: tuple[str, ...] = ()
 
     def as_request(self) -> dict:
         """What the worker needs to watch the operations (graders/worker.py's ``watched``)."""
-        return {"ops": list(self.ops), "message": self.message}
+        return {"ops": list(self.ops), "allow": list(self.allow), "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -386,11 +390,11 @@ def _builds_on(raw: Any, functions: list[str], where: str) -> Mapping[str, tuple
 def _rule(raw: Any, functions: list[str], where: str) -> Rule:
     if not isinstance(raw, dict):
         raise ManifestError(f"{where}: not a table")
-    _typed(raw, _RULE_KEYS, {}, where)
+    _typed(raw, _RULE_KEYS, _OPTIONAL_RULE_KEYS, where)
     if raw["function"] not in functions:
         raise ManifestError(f"{where}: unknown function {raw['function']!r}")
-    for key in ("ops", "names"):
-        if not all(isinstance(v, str) and v for v in raw[key]):
+    for key in ("ops", "names", "allow"):
+        if not all(isinstance(v, str) and v for v in raw.get(key, ())):
             raise ManifestError(f"{where}: {key} must be an array of non-empty strings")
     if not raw["ops"] or not raw["message"].strip():
         raise ManifestError(f"{where}: a rule needs ops and a message")
@@ -399,6 +403,7 @@ def _rule(raw: Any, functions: list[str], where: str) -> Rule:
         ops=tuple(raw["ops"]),
         names=tuple(raw["names"]),
         message=raw["message"].strip(),
+        allow=tuple(raw.get("allow", ())),
     )
 
 

@@ -232,25 +232,80 @@ class ForbiddenCall(RuntimeError):
 
 
 class _Watch(TorchDispatchMode):
-    def __init__(self, ops: set[str], message: str) -> None:
+    """Refuses the rule's operations and, when the rule lists the allowed ones, every other.
+
+    The mode sees only the operations of its own thread (the lesson process can start no
+    other: see ``refuse_syscalls``), and code that switches it off for a while (torch's
+    dispatch internals) computes out of its sight. So it also keeps the provenance of every
+    tensor: an operation may only use the call's inputs and what earlier watched operations
+    made (or their storage), unchanged since; anything else was computed where the watch could
+    not see it.
+    """
+
+    def __init__(self, rule: dict, inputs: Any) -> None:
         super().__init__()
-        self.ops = ops
-        self.message = message
+        self.ops = set(rule["ops"])
+        self.allow = set(rule.get("allow", ()))
+        self.message = rule["message"]
+        self.storages: set[int] = set()
+        self.seen: dict[int, tuple[Tensor, int]] = {}  # id -> (tensor kept alive, its version)
+        self.know(inputs)
+
+    def refuse(self, why: str) -> ForbiddenCall:
+        return ForbiddenCall(f"{self.message} ({why})")
+
+    def know(self, obj: Any) -> None:
+        for tensor in _tensors(obj):
+            self.storages.add(_storage(tensor))
+            self.seen[id(tensor)] = (tensor, tensor._version)
+
+    def verify(self, obj: Any = ()) -> None:
+        """Every tensor seen is as the watch left it; every tensor in ``obj`` is known."""
+        for tensor, version in self.seen.values():
+            if tensor._version != version:
+                raise self.refuse("a tensor was changed where the grader's watch could not see")
+        for tensor in _tensors(obj):
+            if id(tensor) not in self.seen and _storage(tensor) not in self.storages:
+                raise self.refuse("a tensor was computed where the grader's watch could not see")
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func._schema.name
         if name in self.ops:
-            raise ForbiddenCall(f"{self.message} (called {name})")
-        return func(*args, **(kwargs or {}))
+            raise self.refuse(f"called {name}")
+        if self.allow and name not in self.allow:
+            raise self.refuse(f"called {name}, which is not among the operations it may use")
+        kwargs = kwargs or {}
+        self.verify((args, kwargs))
+        out = func(*args, **kwargs)
+        self.know((args, kwargs, out))
+        for key, (tensor, _) in self.seen.items():  # in-place ops and views sharing a version
+            self.seen[key] = (tensor, tensor._version)
+        return out
+
+
+def _tensors(obj: Any) -> list[Tensor]:
+    from torch.utils._pytree import tree_leaves
+
+    return [leaf for leaf in tree_leaves(obj) if isinstance(leaf, Tensor)]
+
+
+def _storage(tensor: Tensor) -> int:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # no storage of its own (a wrapper)
+        return -1
 
 
 @contextmanager
-def watched(rule: dict | None) -> Iterator[None]:
-    """Raise ForbiddenCall when an operation the rule names runs inside the block."""
+def watched(rule: dict | None, inputs: Any = (), result: list | None = None) -> Iterator[None]:
+    """Raise ForbiddenCall when an operation the rule refuses runs inside the block, or the
+    block's tensors (``result``'s first item, once set) come from outside the watch."""
     if not rule:
         yield
         return
-    watch = _Watch(set(rule["ops"]), rule["message"])
+    if _threads() > LESSON_THREADS[0]:
+        raise ForbiddenCall(f"{rule['message']} (another thread runs, out of the grader's watch)")
+    watch = _Watch(rule, inputs)
     watch.__enter__()
     try:
         yield
@@ -259,6 +314,25 @@ def watched(rule: dict | None) -> Iterator[None]:
         if not stack or stack[-1] is not watch:  # popped, or buried under a mode of its own
             raise ForbiddenCall(f"{rule['message']} (the grader's watch was switched off)")
         watch.__exit__(None, None, None)
+    if _threads() > LESSON_THREADS[0]:
+        raise watch.refuse("another thread runs, out of the grader's watch")
+    watch.verify(result or ())
+
+
+# The threads of the lesson process before the student's code: no more may run while a by-hand
+# function is watched. Where the seccomp filter holds, no thread or process can even start.
+LESSON_THREADS = [1 << 30]
+SECCOMP = [False]  # whether the lesson process's seccomp filter is in place
+
+
+def _threads() -> int:
+    """The threads of this process, as the kernel and as Python count them."""
+    import threading
+
+    try:
+        return len(os.listdir("/proc/self/task")) + threading.active_count()
+    except OSError:
+        return threading.active_count()
 
 
 # --------------------------------------------------------------------------------------------
@@ -572,14 +646,16 @@ class Worker:
         proxied = self.proxied(function, list(request.get("proxies", ())))
         if op == "call":
             args, kwargs = revive(request["args"]), revive(request["kwargs"])
-            with proxied, watched(request.get("rule")):
+            result: list = []
+            with proxied, watched(request.get("rule"), (args, kwargs), result):
                 value = fn(*args, **kwargs)
+                result.append(value)
             answer = {"ok": True, "value": pack(value)}
             if request.get("return_inputs"):
                 answer["inputs"] = pack([strip(args), strip(kwargs)])
             return answer
         config = revive(request["config"])
-        with proxied, watched(request.get("rule")):
+        with proxied, watched(request.get("rule"), config):
             value = SCENARIOS[request["name"]](fn, **config)
         return {"ok": True, "value": pack(value)}
 
@@ -642,6 +718,7 @@ def limits_report() -> dict:
     report["cwd"] = os.getcwd()
     report["sys_path"] = list(sys.path)
     report["threads"] = torch.get_num_threads()
+    report["seccomp"] = SECCOMP[0]
     return report
 
 
@@ -690,6 +767,47 @@ def harden(memory: int, cpu: int, fsize: int, nproc: int) -> None:
 
     header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
     libc.capset(ctypes.byref(header), (Data * 2)())
+
+
+# What graded code never needs: new threads and processes (the by-hand watch sees one thread),
+# and the kernel's doors out of a sandbox or into other processes.
+REFUSED_SYSCALLS = (
+    "clone", "clone3", "fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv",
+    "process_vm_writev", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "open_by_handle_at", "name_to_handle_at", "io_uring_setup", "swapon", "swapoff", "reboot",
+)  # fmt: skip
+
+
+def refuse_syscalls() -> bool:
+    """A seccomp filter (built with libseccomp, through ctypes: this file imports only the
+    standard library and torch) that fails REFUSED_SYSCALLS with EPERM in this process and
+    anything it could start, for good. False where libseccomp is not there (not Linux)."""
+    import ctypes
+    import errno
+
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        return False
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    context = lib.seccomp_init(0x7FFF0000)  # SCMP_ACT_ALLOW: everything else is allowed
+    if not context:
+        return False
+    try:
+        for name in REFUSED_SYSCALLS:
+            number = lib.seccomp_syscall_resolve_name(name.encode())
+            if number >= 0:  # __NR_SCMP_ERROR (-1): not a system call on this architecture
+                lib.seccomp_rule_add(context, 0x00050000 | errno.EPERM, number, 0)
+        return lib.seccomp_load(context) == 0
+    finally:
+        lib.seccomp_release(context)
 
 
 def read_frame(fd: int) -> bytes | None:
@@ -756,6 +874,9 @@ def main(argv: list[str]) -> None:
         provide(args.provided)
     for module in args.preload:  # slow first imports, done before any call is timed
         importlib.import_module(module)
+    # A dispatch mode's first error imports torch._dynamo (seconds): once here, for every lesson,
+    # so that a refused operation answers at once.
+    importlib.import_module("torch._dynamo")
     write_frame(control, encode({"ok": True, "pid": os.getpid()}))
     serve_lessons(control, args.target)
 
@@ -845,6 +966,10 @@ def serve(fd: int, target: str) -> None:
     """One lesson: import the student's code and answer requests on ``fd`` until it closes."""
     os.setpgid(0, 0)  # its own group: the next fork kills whatever this one started
     _die_with_parent()  # fork clears it
+    # Threads torch starts for itself start now, before the filter and any student code.
+    torch.ones(1, requires_grad=True).sum().backward()
+    LESSON_THREADS[0] = _threads()
+    SECCOMP[0] = refuse_syscalls()
     worker = Worker(target, fd, fd)
     write_frame(fd, encode({"ok": True, "pid": os.getpid()}))
     while True:
