@@ -259,13 +259,13 @@ class _Watch(TorchDispatchMode):
             self.storages.add(_storage(tensor))
             self.seen[id(tensor)] = (tensor, tensor._version)
 
-    def verify(self, obj: Any = ()) -> None:
-        """Every tensor seen is as the watch left it; every tensor in ``obj`` is known."""
-        for tensor, version in self.seen.values():
-            if tensor._version != version:
-                raise self.refuse("a tensor was changed where the grader's watch could not see")
+    def verify(self, obj: Any) -> None:
+        """Every tensor in ``obj`` is known, and as the watch last saw it."""
         for tensor in _tensors(obj):
-            if id(tensor) not in self.seen and _storage(tensor) not in self.storages:
+            entry = self.seen.get(id(tensor))
+            if entry is not None and entry[1] != tensor._version:
+                raise self.refuse("a tensor was changed where the grader's watch could not see")
+            if entry is None and _storage(tensor) not in self.storages:
                 raise self.refuse("a tensor was computed where the grader's watch could not see")
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -277,9 +277,13 @@ class _Watch(TorchDispatchMode):
         kwargs = kwargs or {}
         self.verify((args, kwargs))
         out = func(*args, **kwargs)
-        self.know((args, kwargs, out))
-        for key, (tensor, _) in self.seen.items():  # in-place ops and views sharing a version
-            self.seen[key] = (tensor, tensor._version)
+        touched = (args, kwargs, out)
+        self.know(touched)
+        # An in-place op changes the version of every view of the storage it wrote.
+        storages = {_storage(tensor) for tensor in _tensors(touched)}
+        for key, (tensor, _) in self.seen.items():
+            if _storage(tensor) in storages:
+                self.seen[key] = (tensor, tensor._version)
         return out
 
 
