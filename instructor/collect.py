@@ -6,8 +6,9 @@ digits and ``. _ @ -``). Each holds the lesson's folder as released (``LESSON.ip
 ``exercises/``), at its top level or inside one folder. Only the notebook and the
 ``exercises/`` package are kept; the rest of a submission is left out (autograde restores it
 from source/ anyway). The submission's time (nbgrader's ``timestamp.txt``) is the attempt's
-date in an LMS-style name (``..._attempt_2026-01-30-14-05-00.zip``), else the newest file
-time inside the zip.
+date in an LMS-style name (``..._attempt_2026-01-30-14-05-00.zip``), else the time collect first
+saw that zip (recorded in ``archive/first-seen.json``): never a date inside the zip, which the
+student sets.
 
 A zip that cannot be collected (unreadable, no student id in its name, nothing of the lesson
 inside, too big) is skipped with one line saying why; the others are collected. Plain
@@ -16,14 +17,18 @@ inside, too big) is skipped with one line saying why; the others are collected. 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import zipfile
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from nbgrader.plugins import FileNameCollectorPlugin
+
+from core.atomic import atomic_write_bytes
 
 from .course import Course
 
@@ -81,7 +86,10 @@ class Unusable(Exception):
     """A zip that cannot be collected; the message says why and what to do."""
 
 
-def _timestamp(name: str, archive: zipfile.ZipFile) -> str:
+FIRST_SEEN = "first-seen.json"  # in archive/: zip name and content hash -> when collect saw it
+
+
+def _timestamp(name: str, first_seen: str) -> str:
     if "_attempt_" in name:
         match = _ATTEMPT.search(name.split("_attempt_", 1)[1])
         if match:
@@ -90,12 +98,21 @@ def _timestamp(name: str, archive: zipfile.ZipFile) -> str:
                 return datetime(*parts).strftime(STAMP)
             except ValueError:
                 pass
-    newest = max((info.date_time for info in archive.infolist()), default=None)
-    return datetime(*newest).strftime(STAMP) if newest else ""
+    return first_seen
 
 
-def unpack(path: Path, lesson: str, submitted: Path) -> str:
-    """Collect one zip into submitted/STUDENT/LESSON/; returns the student id."""
+def _first_seen(path: Path, ledger: dict[str, str]) -> str:
+    """When collect first saw this zip (its name and content): now, the first time."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    key = f"{path.name} {digest}"
+    if key not in ledger:
+        ledger[key] = datetime.now(UTC).strftime(STAMP)
+    return ledger[key]
+
+
+def unpack(path: Path, lesson: str, submitted: Path, first_seen: str = "") -> str:
+    """Collect one zip into submitted/STUDENT/LESSON/; returns the student id. ``first_seen``:
+    the submission time when the zip's name carries none."""
     name = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else None
     if name is None:
         raise Unusable("not a .zip file (download the students' submissions as zips)")
@@ -130,7 +147,7 @@ def unpack(path: Path, lesson: str, submitted: Path) -> str:
                 dest = staging / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(archive.read(info))
-            stamp = _timestamp(name, archive)
+            stamp = _timestamp(name, first_seen)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as error:
         detail = str(error).strip().splitlines()
         raise Unusable(
@@ -161,10 +178,17 @@ def collect(course: Course, lessons: list[str] | None = None) -> tuple[dict, lis
         if not archive.is_dir():
             continue
         students = []
-        for path in sorted(p for p in archive.iterdir() if p.is_file()):
+        ledger_path = archive / FIRST_SEEN
+        try:
+            ledger = json.loads(ledger_path.read_text())
+        except (OSError, ValueError):
+            ledger = {}
+        for path in sorted(p for p in archive.iterdir() if p.is_file() and p != ledger_path):
             try:
-                students.append(unpack(path, lesson, course.submitted))
+                seen = _first_seen(path, ledger)
+                students.append(unpack(path, lesson, course.submitted, seen))
             except Unusable as error:
                 problems.append(f"skipped {path.relative_to(course.root)}: {error}")
+        atomic_write_bytes(ledger_path, json.dumps(ledger, indent=1, sort_keys=True).encode())
         found[lesson] = students
     return found, problems
