@@ -39,6 +39,7 @@ public and hidden checks alike, with the trusted dependencies.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -306,6 +307,21 @@ def record_answers(lessons: list[Lesson], reference: Path | None = None) -> dict
     return {lesson.slug: recorded.get(lesson.slug, {}) for lesson in lessons}
 
 
+def stale_exercises(root: Path | None = None) -> list[str]:
+    """The files of ``exercises/`` that differ from the stubs the generator makes from
+    ``solutions/`` (tools/generate_exercises.py): solutions copied there, a stub edited."""
+    root = root or ROOT
+    spec = importlib.util.spec_from_file_location(
+        "generate_exercises", root / "tools" / "generate_exercises.py"
+    )
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    wanted = generator.render(root)
+    folder = root / PACKAGE
+    present = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py"))}
+    return sorted(n for n in wanted.keys() | present.keys() if wanted.get(n) != present.get(n))
+
+
 def build_source(
     course: Course,
     manifest: Manifest,
@@ -330,6 +346,12 @@ def build_source(
                 f"lesson {lesson.slug!r} has no public graders "
                 f"(graders/public/test_{lesson.slug}.py)"
             )
+    stale = stale_exercises()
+    if stale:
+        raise ValueError(
+            f"{PACKAGE}/ is not what solutions/ generates ({', '.join(stale)}): nothing was "
+            "released; run `nox -s exercises` (or discard the edits) and release again"
+        )
     recorded = record_answers(chosen)
     built = []
     for lesson in chosen:
