@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from itertools import islice
 from typing import Any, NoReturn
 
 import torch
@@ -92,6 +93,51 @@ def describe(value: Any) -> str:
     if isinstance(value, list | tuple):
         return f"a {type(value).__name__} of {len(value)}"
     return f"a {type(value).__name__}"
+
+
+def summary(value: Any, limit: int = 200) -> str:
+    """A bounded picture of a value for a detail message, never its full repr: type, shape,
+    dtype and the first elements. It visits at most a few dozen parts, so a value that shares
+    its parts (a list of a million references to one long string) costs what its start costs.
+    """
+    out: list[str] = []
+    room = [limit, 64]  # characters, parts visited
+
+    def put(text: str) -> None:
+        out.append(text[: max(room[0], 0)])
+        room[0] -= len(text)
+
+    def walk(item: Any, depth: int) -> None:
+        room[1] -= 1
+        if room[0] <= 0 or room[1] <= 0:
+            return
+        if isinstance(item, Tensor):
+            first = item.detach().flatten()[:4].tolist() if item.numel() else []
+            put(f"tensor({dtype_name(item.dtype)}, shape {list(item.shape)}, first {first})")
+        elif isinstance(item, str | bytes):
+            put(repr(item[:40]) + ("..." if len(item) > 40 else ""))
+        elif isinstance(item, bool | int | float | complex) or item is None:
+            put(repr(item) if not isinstance(item, int) or abs(item) < 10**30 else "a huge int")
+        elif isinstance(item, list | tuple | dict) and depth < 4:
+            opening, closing = {list: "[]", tuple: "()", dict: "{}"}.get(type(item), "<>")
+            put(f"{type(item).__name__} of {len(item)} {opening}")
+            entries = list(islice(item.items(), 8)) if isinstance(item, dict) else item[:8]
+            for index, entry in enumerate(entries):
+                if index:
+                    put(", ")
+                if isinstance(item, dict):
+                    walk(entry[0], depth + 1)
+                    put(": ")
+                    walk(entry[1], depth + 1)
+                else:
+                    walk(entry, depth + 1)
+            put((", ..." if len(item) > 8 else "") + closing)
+        else:
+            put(f"a {type(item).__name__}")
+
+    walk(value, 0)
+    text = "".join(out)
+    return text if room[0] > 0 and room[1] > 0 else text + "..."
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -271,18 +317,11 @@ def expect_equal(
     """Fail unless ``actual`` equals ``expected`` exactly (plain data, types included)."""
     if same(actual, expected, rtol=0.0, atol=0.0):
         return
-    shown = repr(actual)
-    if len(shown) > 200:
-        shown = shown[:200] + "..."
+    shown = summary(actual)
     diagnose(
         actual,
         mistakes,
         rtol=0.0,
         atol=0.0,
-        detail=f"{what} returned {shown}, expected {_short(expected)}",
+        detail=f"{what} returned {shown}, expected {summary(expected)}",
     )
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 200 else text[:200] + "..."
