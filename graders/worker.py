@@ -144,7 +144,7 @@ def make_proxies(ask: Callable[[str, Any], Any]) -> dict[str, Any]:
         proxy.__name__ = proxy.__qualname__ = name
         return proxy
 
-    vocabularies: list[tuple[dict, int]] = []  # ranks tables sent so far, kept alive
+    vocabularies: list[tuple[dict, int]] = []  # ranks tables sent in this request, kept alive
 
     def bpe_merge(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
         key = next((key for known, key in vocabularies if known is ranks), None)
@@ -201,15 +201,18 @@ def make_proxies(ask: Callable[[str, Any], Any]) -> dict[str, Any]:
         "train_step": train_step,
         "evaluate": evaluate,
     }
-    return _Proxies(special, pure)
+    return _Proxies(special, pure, vocabularies)
 
 
 class _Proxies(dict):
     """The proxies by name: the special ones, else a plain-data proxy made on first use."""
 
-    def __init__(self, special: dict[str, Any], pure: Callable[[str], Callable]) -> None:
+    def __init__(
+        self, special: dict[str, Any], pure: Callable[[str], Callable], tables: list
+    ) -> None:
         super().__init__(special)
         self.pure = pure
+        self.tables = tables  # the checker forgets its ranks tables after every request
 
     def __missing__(self, name: str) -> Callable:
         self[name] = proxy = self.pure(name)
@@ -622,6 +625,7 @@ class Worker:
         """Put the proxies of ``function``'s dependencies (those the checker will answer) into
         its module while it runs; the module's own objects return afterwards."""
         names = [n for n in names if isinstance(n, str) and n.isidentifier()]
+        self.proxies.tables.clear()
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
         saved = {name: getattr(module, name, missing) for name in names}

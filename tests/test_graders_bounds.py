@@ -28,3 +28,62 @@ def test_a_failure_message_names_type_shape_dtype_and_first_elements():
     detail = failed.value.detail
     assert len(detail) < 600 and "list of 1000000" in detail and "'yyyy" in detail, detail
     assert "tensor(float32, shape [2, 3], first [0.0, 0.0, 0.0, 0.0])" in summary(torch.zeros(2, 3))
+
+
+# Every proxy question is bounded in size and time; nothing grows across calls.
+
+
+def _answers(function: str = "tokens.encode"):
+    from graders.secret.dependencies import Answers
+
+    answers = Answers()
+    answers.allow(function)
+    return answers
+
+
+def _shapes() -> dict[str, tuple[str, object]]:
+    row = list(range(1000))
+    deep: list = []
+    for _ in range(40):
+        deep = [deep]
+    return {
+        "rows shared a million times": ("bpe_merge.ranks", {b"a": 1, b"b": [row] * 100_000}),
+        "keys that are long texts": (
+            "bpe_merge.ranks",
+            {b"k%d" % i + b"x" * 10**5: i for i in range(100)},
+        ),
+        "a long text": ("bpe_merge", [b"a" * (8 << 20), 1]),
+        "deep nesting": ("bpe_merge", [deep, 1]),
+        "a long piece": ("bpe_merge", [b"ab" * 10_000, 1]),
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_shapes()))
+def test_a_hostile_question_is_refused_in_seconds(shape):
+    from graders.secret.dependencies import Refused
+
+    answers = _answers()
+    key = answers.answer("bpe_merge.ranks", {b"a": 0, b"b": 1, b"ab": 2})
+    name, question = _shapes()[shape]
+    if name == "bpe_merge":
+        question[1] = key
+    start = time.process_time()
+    with pytest.raises(Refused):
+        answers.answer(name, question)
+    assert time.process_time() - start < 2.0
+
+
+def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
+    from graders.secret.dependencies import MAX_TABLES, Refused
+
+    answers = _answers()
+    table = {b"a": 0, b"b": 1, b"ab": 2}
+    keys = [answers.answer("bpe_merge.ranks", table) for _ in range(MAX_TABLES)]
+    assert answers.answer("bpe_merge", [b"ab", keys[-1]]) == [2]
+    with pytest.raises(Refused):
+        answers.answer("bpe_merge.ranks", table)
+    answers.allow("tokens.encode")  # the next request
+    assert not answers.vocabularies
+    with pytest.raises(Refused):
+        answers.answer("bpe_merge", [b"ab", keys[-1]])
+    assert answers.answer("bpe_merge.ranks", table) not in keys  # a number never used before

@@ -27,6 +27,11 @@ from . import oracles, trusted
 MAX_ELEMENTS = 1 << 22  # tensor elements in one question
 MAX_INTEGER = 1 << 20  # e.g. window_starts(n_tokens, ...): the answer's size follows from it
 MAX_ITEMS = 1 << 17  # list, tuple and dict entries in one question (a vocabulary fits)
+MAX_PARTS = 1 << 19  # parts visited in one question, counted per visit (shared parts too)
+MAX_TEXT = 4 << 20  # characters and bytes in one question, all strings and bytes together
+MAX_DEPTH = 16  # nesting of lists, tuples and dicts
+MAX_PIECE = 1 << 12  # bytes of one bpe_merge piece (the merge is quadratic in its length)
+MAX_TABLES = 8  # ranks tables kept during one request (a call sends one or two)
 
 
 class Refused(Exception):
@@ -38,7 +43,8 @@ class Answers:
 
     def __init__(self) -> None:
         self.allowed: frozenset[str] = frozenset()
-        self.vocabularies: list[dict[bytes, int]] = []
+        self.vocabularies: dict[int, dict[bytes, int]] = {}  # this request's ranks tables
+        self.tables = 0  # ranks tables received so far: each gets a number never used before
 
     @staticmethod
     def names(function: str) -> list[str]:
@@ -47,8 +53,10 @@ class Answers:
         return list(load_manifest().dependencies(function))
 
     def allow(self, function: str | None) -> None:
-        """From now on answer for ``function``'s dependencies only (None: for nothing)."""
+        """From now on answer for ``function``'s dependencies only (None: for nothing). The
+        ranks tables of the last request go: nothing the checker keeps grows across calls."""
         self.allowed = frozenset(self.names(function)) if function else frozenset()
+        self.vocabularies.clear()
 
     def answer(self, name: Any, question: Any) -> Any:
         if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
@@ -80,13 +88,18 @@ class Answers:
             isinstance(k, bytes) and isinstance(v, int) for k, v in ranks.items()
         ):
             raise Refused("bpe_merge's ranks must map bytes to int")
-        self.vocabularies.append(ranks)
-        return len(self.vocabularies) - 1
+        if len(self.vocabularies) >= MAX_TABLES:
+            raise Refused(f"more than {MAX_TABLES} ranks tables: pass the same table again")
+        self.tables += 1
+        self.vocabularies[self.tables] = ranks
+        return self.tables
 
     def _bpe_merge(self, question: Any) -> list[int]:
         piece, key = question
-        if not isinstance(piece, bytes) or not 0 <= key < len(self.vocabularies):
+        if not isinstance(piece, bytes) or not isinstance(key, int) or key not in self.vocabularies:
             raise Refused("bpe_merge takes a bytes piece and a ranks table")
+        if len(piece) > MAX_PIECE:
+            raise Refused(f"a piece of more than {MAX_PIECE} bytes is too long to merge")
         return trusted.bpe_merge(piece, self.vocabularies[key])
 
     def _token_windows(self, question: Any) -> list[tuple[Tensor, Tensor]]:
@@ -137,26 +150,36 @@ def _toy(state: Any) -> ToyLM:
 
 
 def _bounded(question: Any) -> None:
-    """Refuse questions too big to answer quickly."""
-    elements = 0
-    stack = [question]
+    """Refuse questions too big to answer quickly: every part is counted each time it is
+    reached (a list that repeats its own rows costs its full size), and strings, bytes, dict
+    keys and nesting have bounds of their own."""
+    elements = parts = text = 0
+    stack = [(question, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        parts += 1
+        if parts > MAX_PARTS or depth > MAX_DEPTH:
+            raise Refused("a question too large or too deeply nested for the grader to answer")
         if isinstance(item, Tensor):
             elements += item.numel()
-        elif isinstance(item, bool | float | str | bytes) or item is None:
+        elif isinstance(item, str | bytes):
+            text += len(item)
+            if text > MAX_TEXT:
+                raise Refused("text too long for the grader to answer")
+        elif isinstance(item, bool | float) or item is None:
             continue
         elif isinstance(item, int):
             if abs(item) > MAX_INTEGER:
                 raise Refused(f"an integer of {item} is too large for the grader to answer")
         elif isinstance(item, list | tuple):
-            if len(item) > MAX_ITEMS:
+            if len(item) > MAX_ITEMS or parts + len(item) > MAX_PARTS:
                 raise Refused("a list too long for the grader to answer")
-            stack.extend(item)
+            stack.extend((entry, depth + 1) for entry in item)
         elif isinstance(item, dict):
-            if len(item) > MAX_ITEMS:
+            if len(item) > MAX_ITEMS or parts + 2 * len(item) > MAX_PARTS:
                 raise Refused("a table too large for the grader to answer")
-            stack.extend(item.values())
+            for key, value in item.items():
+                stack.extend(((key, depth + 1), (value, depth + 1)))
         else:
             raise Refused(f"a {type(item).__name__} is not plain data")
         if elements > MAX_ELEMENTS:
