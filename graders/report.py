@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,8 @@ class Report:
         row["passed"] = passed
         row["points"] = check.points if passed else 0
         row["hint"] = None if passed else hint
-        row["detail"] = None if passed or (check.hidden and not self.reveal_hidden) else detail
+        shown = None if passed or (check.hidden and not self.reveal_hidden) else detail
+        row["detail"] = None if shown is None else printable(shown)
         lesson = self._lesson_of[check.id]
         self._explain(lesson)
         lesson["points"] = sum(c["points"] for c in lesson["checks"])
@@ -110,7 +112,7 @@ class Report:
         """The lesson's module failed to import: said once, for the whole lesson."""
         lesson = self.lesson(slug)
         if lesson.get("import_error") is None:
-            lesson["import_error"] = message
+            lesson["import_error"] = printable(message)
             self.write()
 
     def _explain(self, lesson: dict[str, Any]) -> None:
@@ -142,6 +144,21 @@ class Report:
     def write(self) -> None:
         if self.json_path is not None:
             write_json_atomic(self.json_path, self.data)
+
+
+# Terminal escape sequences (CSI, OSC, ...) and the other control characters.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, clearing the screen
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: window titles, hyperlinks
+    r"|\x1b.?|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # any other escape, C0 and C1 controls
+)
+
+
+def printable(text: str) -> str:
+    """Student-controlled text (an exception's message, a returned value's summary) with the
+    terminal's escape sequences and control characters removed: it reaches the console, the
+    .log files and the report, where they could rewrite what the instructor sees."""
+    return _CONTROL.sub("", text)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

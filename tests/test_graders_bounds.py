@@ -87,3 +87,28 @@ def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
     with pytest.raises(Refused):
         answers.answer("bpe_merge", [b"ab", keys[-1]])
     assert answers.answer("bpe_merge.ranks", table) not in keys  # a number never used before
+
+
+def test_terminal_sequences_in_a_students_message_reach_neither_console_nor_report(tmp_path):
+    import io
+
+    from grader_variants import Variant, build_target
+    from rich.console import Console
+
+    import graders
+    from graders.report import render_lesson
+
+    raising = """
+        def perplexity(loss):
+            raise ValueError("\\x1b[2J\\x1b]0;graded: full marks\\x07\\x1b[31mgotcha\\x9b")
+    """
+    target = build_target(tmp_path, [Variant("objective", "perplexity", "escapes", raising, None)])
+    report = graders.grade(
+        target, lessons=["objective"], functions=["perplexity"], json_path=tmp_path / "r.json"
+    )
+    screen = io.StringIO()
+    render_lesson(Console(file=screen, force_terminal=True, width=100), report["lessons"][0])
+    shown, saved = screen.getvalue(), (tmp_path / "r.json").read_text()
+    assert "gotcha" in shown and "gotcha" in saved
+    for sequence in ("\x1b[2J", "\x1b]0;", "\x07", "\x9b", "\\u001b", "\\u0007"):
+        assert sequence not in shown and sequence not in saved, sequence
