@@ -105,7 +105,7 @@ def answer(name: str, args: tuple, kwargs: dict) -> Any:
                 "(a bug of the course's release: please report it)"
             )
         return value
-    value = module.find(name)(*args, **kwargs)
+    value = module.named(name)(*args, **kwargs)  # not getattr: NAME may be a module's name
     _record(name, args, kwargs, value)
     return value
 

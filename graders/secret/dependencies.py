@@ -80,7 +80,7 @@ class Answers:
     def _pure(self, name: str, question: Any) -> Any:
         """A plain-data dependency: its trusted implementation, else its lesson's oracle."""
         args, kwargs = question
-        implementation = getattr(trusted, name, None) or oracles.find(name)
+        implementation = getattr(trusted, name, None) or oracles.named(name)
         return implementation(*args, **dict(kwargs))
 
     def _ranks(self, ranks: Any) -> int:

@@ -11,9 +11,8 @@ and every answer is plain data, and a ``mistake`` argument (a key of the check's
 table) asks for the answer that mistake gives.
 
 One module per lesson, named after the lesson's module (``oracles/tokens.py``, ...):
-``find(NAME)`` is NAME from the lessons' modules, so a new lesson adds its own module and
-touches nothing here. (Not attribute access: ``oracles.attention`` is the attention lesson's
-module, which shadows its ``attention`` oracle.)
+``oracles.NAME`` is NAME from the lessons' modules, so a new lesson adds its own module and
+touches nothing here.
 """
 
 from __future__ import annotations
@@ -27,8 +26,14 @@ def unknown(mistake: str | None) -> ValueError:
     return ValueError(f"no oracle for the mistake {mistake!r}")
 
 
-def find(name: str) -> Any:
-    """The oracle ``name``, from whichever lesson's module defines it."""
+def __getattr__(name: str) -> Any:
+    return named(name)
+
+
+def named(name: str) -> Any:
+    """The oracle ``name`` of the lessons' modules. Call this rather than ``oracles.NAME`` where
+    NAME may also be a lesson's module (``attention``): once imported, that attribute is the
+    module."""
     from core.manifest import load_manifest
 
     for lesson in load_manifest().lessons:
@@ -38,6 +43,6 @@ def find(name: str) -> Any:
             if error.name != f"{__name__}.{lesson.module}":
                 raise
             continue  # a lesson without oracles of its own
-        if not name.startswith("_") and callable(getattr(module, name, None)):
+        if not name.startswith("_") and hasattr(module, name):
             return getattr(module, name)
     raise AttributeError(f"no oracle named {name!r} in any lesson's module")
