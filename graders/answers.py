@@ -87,8 +87,11 @@ def prepare() -> None:
     """Import the oracles, or read the recorded answers, now: graders.runner calls this before
     any student code runs (without a sandbox, that code could rewrite the grader tree's files;
     whatever is loaded before stays as it was)."""
-    if oracles() is None:
+    module = oracles()
+    if module is None:
         _table()
+    else:
+        module.lesson_modules()
 
 
 # -- asking -------------------------------------------------------------------------------------

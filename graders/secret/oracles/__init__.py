@@ -34,15 +34,26 @@ def named(name: str) -> Any:
     """The oracle ``name`` of the lessons' modules. Call this rather than ``oracles.NAME`` where
     NAME may also be a lesson's module (``attention``): once imported, that attribute is the
     module."""
-    from core.manifest import load_manifest
-
-    for lesson in load_manifest().lessons:
-        try:
-            module = importlib.import_module(f"{__name__}.{lesson.module}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{lesson.module}":
-                raise
-            continue  # a lesson without oracles of its own
+    for module in lesson_modules():
         if not name.startswith("_") and hasattr(module, name):
             return getattr(module, name)
     raise AttributeError(f"no oracle named {name!r} in any lesson's module")
+
+
+def lesson_modules() -> list[Any]:
+    """Every lesson's oracle module, imported on the first call (graders.answers.prepare makes
+    that call before any student code runs, which could rewrite the files)."""
+    if not _MODULES:
+        from core.manifest import load_manifest
+
+        for lesson in load_manifest().lessons:
+            try:
+                _MODULES.append(importlib.import_module(f"{__name__}.{lesson.module}"))
+            except ModuleNotFoundError as error:
+                if error.name != f"{__name__}.{lesson.module}":
+                    raise
+                # a lesson without oracles of its own
+    return _MODULES
+
+
+_MODULES: list[Any] = []
