@@ -36,7 +36,10 @@ VOCAB_PACKAGE = "openai-whisper==20250625"
 # Each environment: the pyproject extras and extra packages it holds.
 ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "course": (("test", "docs", "live"), ()),
-    "dev": (("test", "docs", "grading", "live"), ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2")),
+    "dev": (
+        ("test", "docs", "grading", "live"),
+        ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2"),
+    ),
 }
 # The packages mypy checks in `nox -s lint` (solutions/ and exercises/ are the lessons' code).
 TYPED = ("core", "gpt", "graders", "instructor", "live", "tools")
