@@ -2,7 +2,7 @@
 
 site/glossary.toml must hold at least 100 terms, among them the vocabulary a reader meets on the
 training objective and PyTorch's basics, and every term must occur in the prose of some page,
-where the course hook turns it into a tooltip. The matching rules mirror the hook's (Python-
+where the glossary hook turns it into a tooltip. The matching rules mirror the hook's (Python-
 Markdown's abbr extension): whole words, case-sensitive, each phrase also with its first letter
 in upper case, never inside code. tests/test_site.py checks the same on the built site.
 """
@@ -10,6 +10,7 @@ in upper case, never inside code. tests/test_site.py checks the same on the buil
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -51,7 +52,8 @@ REQUIRED = [
     "shape",
 ]
 
-FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+sys.path.append(str(ROOT / "site" / "hooks"))
+from markdown_scan import strip_fences  # noqa: E402  (the hooks' own scanner of fenced code)
 
 
 def phrases(entry: dict) -> list[str]:
@@ -60,16 +62,7 @@ def phrases(entry: dict) -> list[str]:
 
 def prose(markdown: str) -> str:
     """What the abbr extension can see: no fenced code, inline code or HTML comments."""
-    lines, fence = [], None
-    for line in markdown.splitlines():
-        m = FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        elif fence is None:
-            lines.append(line)
-    text = "\n".join(lines)
+    text = strip_fences(markdown)
     text = re.sub(r"<!--.*?-->", " ", text, flags=re.DOTALL)
     return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", " ", text, flags=re.DOTALL)
 

@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import html
 import json
-import logging
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+# The hooks' shared modules sit beside this file: MkDocs puts this folder on sys.path while it
+# loads a hook, a test that loads one by its path does not.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
+
+from course_data import load_lessons
+from markdown_scan import fenced_blocks, fenced_lines
 from mkdocs.structure.files import File, Files
 
-log = logging.getLogger("mkdocs.hooks.notebooks")
-
-FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]+)(?P<options>[^\n]*)$")
+LANGUAGE = re.compile(r"(?P<lang>[\w+-]+)(?P<options>.*)")
 OPTION = re.compile(r"(\w+)=\"([^\"]*)\"")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*(?:\{[^}]*\})?[ \t]*#*[ \t]*$")
 PROGRESS_MARKER = re.compile(r"^[ \t]*<!--\s*progress\s*-->[ \t]*$", re.MULTILINE)
@@ -54,37 +58,32 @@ class Cell:
 def parse_cells(markdown: str) -> list[Cell]:
     """The page's top-level exec'd Python blocks, in order (indented blocks are not cells)."""
     lines = markdown.split("\n")
+    blocks = {block.start: block for block in fenced_blocks(lines) if not block.indent}
     cells: list[Cell] = []
     heading = ""
-    i = 0
-    while i < len(lines):
-        m = FENCE_OPEN.match(lines[i])
-        if m is None:
-            h = HEADING.match(lines[i])
+    for i, (line, code) in enumerate(zip(lines, fenced_lines(lines), strict=True)):
+        block = blocks.get(i)
+        if not code:
+            h = HEADING.match(line)
             if h:
                 heading = h.group(1) + " " + h.group(2)
-            i += 1
             continue
-        fence = m.group("fence")
-        j = i + 1
-        while j < len(lines):
-            closing = lines[j].rstrip()
-            if closing.startswith(fence) and set(closing) == {fence[0]}:
-                break
-            j += 1
+        m = LANGUAGE.match(block.info) if block else None
+        if m is None:
+            continue
         options = dict(OPTION.findall(m.group("options")))
         if m.group("lang") in {"python", "py"} and options.get("exec", "").lower() in TRUE:
+            body = lines[block.start + 1 : block.end if block.closed else block.end + 1]
             cells.append(
                 Cell(
-                    source="\n".join(lines[i + 1 : j]),
+                    source="\n".join(body),
                     html=options.get("html", "").lower() in TRUE,
                     shown=options.get("source", "") not in {"", "none"},
                     heading=heading,
-                    start=i,
-                    end=min(j, len(lines) - 1),
+                    start=block.start,
+                    end=block.end,
                 )
             )
-        i = j + 1
     return cells
 
 
@@ -234,17 +233,7 @@ STATE = _State()
 def on_config(config, **kwargs):
     global STATE
     STATE = _State()
-    root = Path(config.config_file_path).resolve().parent
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from core.manifest import ManifestError, load_manifest
-
-    try:
-        manifest = load_manifest(Path(config.docs_dir) / "lessons.toml")
-    except ManifestError as error:
-        log.warning(f"notebooks hook: {error}")
-        return config
-    STATE.lessons = sorted(manifest.lessons, key=lambda lesson: lesson.number)
+    STATE.lessons = load_lessons(config)
     STATE.slug_by_page = {lesson.page: lesson.slug for lesson in STATE.lessons}
     return config
 

@@ -8,11 +8,87 @@
  * It listens for the quiz form's submit event on the document in the capture phase (quiz.js
  * stops the event from bubbling) and acts once quiz.js has drawn its feedback (setTimeout 0).
  * The feedback box is redrawn by quiz.js on every pick, so nothing here outlives a pick.
+ *
+ * A revealed answer counts as revealed, not as correct: the question closes (no pick after the
+ * answer is shown, so quiz.js keeps it as answered wrongly), its id is kept in
+ * localStorage[REVEALED_PREFIX + page path] (run.js's progress page reads it there too) and the
+ * quiz sidebar shows how many answers were revealed. quiz.js's own reset clears the mark.
  */
 (function () {
   "use strict";
 
   var REVEAL_AFTER = 2; // wrong picks on one question before the answer is shown unasked
+  var REVEALED_PREFIX = "course_quiz_revealed_"; // + page path: ids of the revealed questions
+  var ANSWERS_PREFIX = "quiz_progress_"; // + page path: quiz.js's {id: {answered, correct}}
+
+  function stored(key, fallback) {
+    try {
+      var value = JSON.parse(localStorage.getItem(key));
+      return value === null ? fallback : value;
+    } catch (error) {
+      return fallback;
+    }
+  }
+
+  // The revealed ids of this page that quiz.js still holds as answered (its reset forgets both).
+  function revealedIds() {
+    var ids = stored(REVEALED_PREFIX + location.pathname, []);
+    var answered = stored(ANSWERS_PREFIX + location.pathname, {});
+    return Array.isArray(ids)
+      ? ids.filter(function (id) {
+          return answered[id] && answered[id].answered;
+        })
+      : [];
+  }
+
+  function saveRevealed(ids) {
+    try {
+      localStorage.setItem(REVEALED_PREFIX + location.pathname, JSON.stringify(ids));
+    } catch (error) {
+      /* storage full or disabled: the mark lasts until the page is left */
+    }
+  }
+
+  function showRevealedCount() {
+    var count = String(revealedIds().length);
+    document.querySelectorAll('[data-md-component="quiz-progress"]').forEach(function (panel) {
+      var number = panel.querySelector(".quiz-progress-revealed");
+      if (!number) {
+        var line = document.createElement("span");
+        line.className = "md-ellipsis quiz-progress-revealed-line";
+        line.appendChild(document.createTextNode("Revealed: "));
+        number = document.createElement("span");
+        number.className = "quiz-progress-revealed";
+        line.appendChild(number);
+        var reset = panel.querySelector(".quiz-correct-reset");
+        if (panel.tagName === "UL") {
+          var item = document.createElement("li");
+          item.className = "md-nav__item";
+          var link = document.createElement("div");
+          link.className = "md-nav__link";
+          link.appendChild(line);
+          item.appendChild(link);
+          panel.appendChild(item);
+        } else if (reset) {
+          reset.insertBefore(line, reset.querySelector(".quiz-reset-all-link"));
+        } else {
+          panel.appendChild(line);
+        }
+      }
+      number.textContent = count;
+    });
+  }
+
+  // A revealed question is closed: its answers can no longer be picked or reset one by one.
+  function close(quiz) {
+    quiz.classList.add("quiz--revealed");
+    answers(quiz).forEach(function (input) {
+      input.disabled = true;
+    });
+    quiz.querySelectorAll('.quiz-reset-button, button[type="submit"]').forEach(function (button) {
+      button.classList.add("hidden");
+    });
+  }
 
   function choiceQuiz(element) {
     var quiz = element && element.closest ? element.closest(".quiz") : null;
@@ -66,6 +142,10 @@
     var box = item("correct quiz-revealed", parts.join("<br>"));
     feedback.appendChild(box);
     feedback.classList.remove("hidden");
+    close(quiz);
+    var ids = revealedIds();
+    if (quiz.id && ids.indexOf(quiz.id) === -1) saveRevealed(ids.concat([quiz.id]));
+    showRevealedCount();
   }
 
   function invite(quiz) {
@@ -113,18 +193,41 @@
     var button = event.target.closest ? event.target.closest(".quiz-show-answer") : null;
     var quiz = button ? choiceQuiz(button) : null;
     if (quiz) reveal(quiz);
+    // quiz.js's "Reset" (all questions, after its confirm()) forgets the answers: forget the
+    // revealed marks with them, and reopen the questions.
+    if (event.target.closest && event.target.closest('[class*="reset"]')) {
+      setTimeout(function () {
+        var ids = revealedIds();
+        saveRevealed(ids);
+        document.querySelectorAll(".quiz.quiz--revealed").forEach(function (closed) {
+          if (ids.indexOf(closed.id) === -1) {
+            closed.classList.remove("quiz--revealed");
+            delete closed.dataset.wrongPicks;
+            answers(closed).forEach(function (input) {
+              input.disabled = false;
+            });
+          }
+        });
+        showRevealedCount();
+      }, 0);
+    }
   });
 
-  // A wrong pick restored from an earlier visit (quiz.js keeps answers in localStorage) counts
-  // as the first try: invite a second one.
+  // Restored from an earlier visit (quiz.js keeps answers in localStorage): a revealed question
+  // is revealed again, and a wrong pick counts as the first try, inviting a second one.
   function restore() {
+    var ids = revealedIds();
     document.querySelectorAll(".quiz").forEach(function (element) {
       var quiz = choiceQuiz(element);
-      if (quiz && !quiz.dataset.wrongPicks && quiz.querySelector("fieldset > div.wrong")) {
+      if (!quiz) return;
+      if (ids.indexOf(quiz.id) !== -1) {
+        reveal(quiz);
+      } else if (!quiz.dataset.wrongPicks && quiz.querySelector("fieldset > div.wrong")) {
         quiz.dataset.wrongPicks = "1";
         invite(quiz);
       }
     });
+    showRevealedCount();
   }
 
   if (typeof document$ !== "undefined") {

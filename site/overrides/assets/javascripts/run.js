@@ -20,6 +20,7 @@
   const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
   const STUB_LINK = /course\/((?:chapters\/)?[\w.-]+)\.md#([\w-]+)/g;
   const QUIZ_PREFIX = "quiz_progress_"; // mkdocs_quiz keeps answers as localStorage[prefix + path]
+  const REVEALED_PREFIX = "course_quiz_revealed_"; // quiz-retry.js: ids whose answer was shown
   const POLL_MS = 2000;
   const GRADES_KEY = "course_grades"; // lessons' latest results, kept across grading runs
 
@@ -529,18 +530,24 @@
   // ------------------------------------------------------------------------ progress
 
   function quizResults(root) {
-    // mkdocs_quiz stores {quizId: {answered, correct}} under the chapter page's path.
+    // mkdocs_quiz stores {quizId: {answered, correct}} under the chapter page's path, and
+    // quiz-retry.js the ids of the questions whose answer was revealed: revealed, not right.
     const results = {};
     for (let i = 0; i < localStorage.length; i++) {
       const key = localStorage.key(i);
       if (!key || !key.startsWith(QUIZ_PREFIX)) continue;
       try {
-        const quizzes = Object.values(JSON.parse(localStorage.getItem(key)) || {});
         const path = key.slice(QUIZ_PREFIX.length);
+        const quizzes = Object.entries(JSON.parse(localStorage.getItem(key)) || {});
+        let revealed = JSON.parse(localStorage.getItem(REVEALED_PREFIX + path) || "[]");
+        if (!Array.isArray(revealed)) revealed = [];
+        const answered = quizzes.filter(([, q]) => q.answered);
+        const shown = answered.filter(([id]) => revealed.includes(id)).length;
         results[path] = {
           total: quizzes.length,
-          answered: quizzes.filter((q) => q.answered).length,
-          correct: quizzes.filter((q) => q.correct).length,
+          answered: answered.length,
+          correct: answered.filter(([id, q]) => q.correct && !revealed.includes(id)).length,
+          revealed: shown,
         };
       } catch (error) {
         /* a malformed entry is mkdocs_quiz's to clear */
@@ -652,7 +659,7 @@
       const quizText = !total
         ? "no quiz"
         : quiz && quiz.answered
-          ? `${quiz.correct} of ${total} right`
+          ? `${quiz.correct} of ${total} right` + (quiz.revealed ? `, ${quiz.revealed} revealed` : "")
           : `${total} to try`;
       const row = el("tr", `course-progress__row course-progress__row--${kind}`);
       row.dataset.lesson = info.slug;
