@@ -69,7 +69,7 @@ def prose(markdown: str) -> str:
 
 def pages() -> dict[str, str]:
     """Every page but the glossary itself (its own entries are not uses)."""
-    files = [*COURSE.glob("*.md"), *COURSE.glob("chapters/*.md")]
+    files = [*COURSE.glob("*.md"), *COURSE.glob("chapters/*.md"), *COURSE.glob("more/*.md")]
     return {
         path.relative_to(COURSE).as_posix(): prose(path.read_text(encoding="utf-8"))
         for path in sorted(files)
