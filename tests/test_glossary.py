@@ -108,3 +108,40 @@ def test_the_used_check_sees_only_prose() -> None:
     text = prose("A tensor.\n\n```python\nlayer = 1\n```\n\nSee `matrix` here. <!-- vector -->")
     assert "tensor" in text
     assert "layer" not in text and "matrix" not in text and "vector" not in text
+
+
+def test_a_tooltip_shows_once_per_section_and_a_common_word_once_per_page() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("glossary_hook", ROOT / "site/hooks/glossary.py")
+    hook = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = hook  # dataclasses look their module up
+    spec.loader.exec_module(hook)
+
+    def tip(word: str) -> str:
+        return f'<abbr title="d">{word}</abbr>'
+
+    page = (
+        f"<h1>T</h1><p>{tip('token')} {tip('causal mask')} {tip('token')} {tip('causal mask')}</p>"
+        f'<h2 id="two">Two</h2><p>{tip("Token")} {tip("causal mask")}</p>'
+        f'<h3 id="three">Three</h3><p>{tip("causal mask")}</p>'
+    )
+    ids = {"token": "token", "Token": "token", "causal mask": "causal-mask"}
+    uses: list[tuple[str, str]] = []
+    tidy = hook.tidy_tooltips(
+        page, ids, {"token"}, lambda term, anchor: uses.append((term, anchor))
+    )
+    assert re.findall(r"<abbr[^>]*>([^<]*)</abbr>", tidy) == ["token", "causal mask", "causal mask"]
+    assert ("token", "two") in uses and ("causal-mask", "three") in uses
+    common = {entry["term"] for entry in ENTRIES if entry.get("common")}
+    assert {"token", "weights", "tensor", "loss"} <= common, "the everyday words are not marked"
+    assert len(common) < len(ENTRIES) // 3, "common is for the few words every page uses"
+
+
+def test_the_glossary_defines_what_the_pages_mean() -> None:
+    """Two slips a reader found: the residual stream is not a residual connection, and plain
+    "fine-tuning" (training on the model's own outputs too) is not supervised fine-tuning."""
+    owner = {phrase: entry["term"] for entry in ENTRIES for phrase in phrases(entry)}
+    assert owner["residual stream"] == "residual stream"
+    assert owner["fine-tuning"] == "fine-tuning"
+    assert owner["supervised fine-tuning"] == "supervised fine-tuning"
