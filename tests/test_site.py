@@ -388,6 +388,15 @@ def test_reading_time_keeps_the_words_after_a_less_than_sign() -> None:
     assert scan.reading_minutes(prose) == math.ceil(410 / scan.WORDS_PER_MINUTE)
 
 
+def test_no_page_reads_longer_than_25_minutes() -> None:
+    """A page a reader can finish in one sitting; what a chapter leaves out goes to a page of its
+    own (course/more/), linked from the chapter."""
+    scan = hook("markdown_scan")
+    for path in sorted(COURSE.rglob("*.md")):
+        minutes = scan.reading_minutes(scan.read_source(path))
+        assert minutes <= 25, f"{path.relative_to(ROOT)} reads in about {minutes} minutes"
+
+
 FORMULA_CHARACTERS = re.compile(r"[√∑ᵢⱼᵀ²∞‖τ]|\w\^\(")
 
 
