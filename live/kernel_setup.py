@@ -6,8 +6,10 @@
   student's: ``import solutions.embeddings`` then gives ``exercises/embeddings.py`` (or the
   same module of another package directory), so the chapter's examples call the student's
   functions, and so does provided code that imports them;
-- an unimplemented stub's ``NotImplementedError`` shows its one-line message (which names the
-  lesson section to read) instead of a traceback;
+- an error shows as one line instead of a traceback: an unimplemented stub's
+  ``NotImplementedError`` its message (which names the lesson section to read), any other error
+  its type, message and place (the student's file and line, or the block's line), a
+  ``SyntaxError`` in a student's module included;
 - what a block prints is capped: past ``output_limit`` characters the block is stopped with a
   one-line message, so a runaway print loop cannot flood the page.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -71,24 +74,53 @@ def use_exercises(directory: Path) -> list[str]:
     return aliased
 
 
+def place(value: BaseException, tb: Any, package: Path | None) -> str:
+    """Where an error happened, as " (file.py, line N)": in the student's package if it passed
+    through it, else in the block ("this block"); "" when neither is known."""
+    if isinstance(value, SyntaxError) and value.filename and value.lineno:
+        return f" ({Path(value.filename).name}, line {value.lineno})"
+    frames = traceback.extract_tb(tb)
+    if package is not None:
+        for frame in reversed(frames):
+            if Path(frame.filename).resolve().is_relative_to(package):
+                return f" ({Path(frame.filename).name}, line {frame.lineno})"
+    for frame in reversed(frames):
+        if frame.filename.startswith("<ipython-input") or "ipykernel_" in frame.filename:
+            return f" (this block, line {frame.lineno})"
+    return ""
+
+
+def one_line_error(
+    etype: type, value: BaseException, tb: Any, limit: int, package: Path | None
+) -> str:
+    """The one line a page shows for an error raised by a block."""
+    if etype is OutputLimitExceeded:
+        return f"Output stopped: this block printed more than {limit:,} characters."
+    if etype is NotImplementedError:  # a stub: its message names the section to read
+        return f"{etype.__name__}: {value}"
+    message = value.msg if isinstance(value, SyntaxError) else str(value)
+    line = f"{etype.__name__}: {message}{place(value, tb, package)}"
+    if isinstance(value, NameError):
+        line += "; an earlier block may have stopped before defining it"
+    return line
+
+
 def setup(exercises: str | None = None, output_limit: int = 500_000) -> None:
     from IPython import get_ipython
 
     shell = get_ipython()
-    if exercises is not None:
-        use_exercises(Path(exercises))
     limit = output_limit
+    package = Path(exercises).resolve() if exercises is not None else None
 
     def one_line(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset=None):
-        if etype is OutputLimitExceeded:
-            line = f"Output stopped: this block printed more than {limit:,} characters."
-        else:
-            line = f"{etype.__name__}: {value}"
         # IPython ignores a custom handler's return value: show the one-line "traceback" as
         # the kernel's error message (the page and notebooks render it as such).
-        shell._showtraceback(etype, value, [line])
+        shell._showtraceback(etype, value, [one_line_error(etype, value, tb, limit, package)])
 
-    shell.set_custom_exc((NotImplementedError, OutputLimitExceeded), one_line)
+    # Before the student's modules are imported, so that a SyntaxError in one is one line too.
+    shell.set_custom_exc((Exception,), one_line)
+    if package is not None:
+        use_exercises(package)
     budget = {"left": limit}
 
     def reset(*args: Any) -> None:

@@ -44,6 +44,42 @@ def test_server_refuses_a_missing_site_in_one_line(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and "build it first (nox -s docs)" in done.stderr
 
 
+def test_an_error_in_a_block_is_one_line_with_its_place(tmp_path: Path) -> None:
+    """ "With my code": a stub's message, and any other error as type, message and place (the
+    student's file and line, or the block's), never a traceback."""
+    from live import kernel_setup as k
+
+    package = tmp_path / "mine"
+    package.mkdir()
+    (package / "windows.py").write_text("def shift(ids):\n    return ids[:-1], missing\n")
+    (package / "broken.py").write_text("def f(:\n    pass\n")
+
+    def caught(source: str, filename: str, scope: dict) -> str:
+        try:
+            exec(compile(source, filename, "exec"), scope)
+        except Exception as error:  # noqa: BLE001 - any error a block raises is the input
+            return k.one_line_error(type(error), error, error.__traceback__, 100, package)
+        raise AssertionError("no error")
+
+    scope: dict = {}
+    exec(compile((package / "windows.py").read_text(), str(package / "windows.py"), "exec"), scope)
+    line = caught("x = 1\nshift([1, 2])\n", "<ipython-input-1-abc>", scope)
+    assert line == (
+        "NameError: name 'missing' is not defined (windows.py, line 2); an earlier block may "
+        "have stopped before defining it"
+    )
+    assert caught("y = 2\nprint(z)\n", "<ipython-input-2-abc>", {}).startswith(
+        "NameError: name 'z' is not defined (this block, line 2)"
+    )
+    broken = caught((package / "broken.py").read_text(), str(package / "broken.py"), {})
+    assert broken.startswith("SyntaxError: ") and broken.endswith("(broken.py, line 1)"), broken
+    stub = NotImplementedError("shift in exercises/windows.py is not implemented yet")
+    assert k.one_line_error(NotImplementedError, stub, None, 100, package) == (
+        "NotImplementedError: shift in exercises/windows.py is not implemented yet"
+    )
+    assert "\n" not in line + broken
+
+
 def test_kernel_setup_aliases_lesson_modules_and_caps_output(tmp_path: Path) -> None:
     """In a plain interpreter (no IPython): the aliasing and the output cap."""
     mine = _student_package(tmp_path)

@@ -560,8 +560,22 @@
     return new URL(root + page.replace(/\.md$/, "/"), location.href).pathname;
   }
 
+  // "(windows.py, line 12)": where the grader saw the failure, from the end of a check's detail.
+  function failedAt(text) {
+    const found = /\(([^()]+\.py), line (\d+)\)\s*$/.exec(text || "");
+    return found ? ` (${found[1]}, line ${found[2]})` : "";
+  }
+
   function checkList(lesson, root) {
     const list = el("ul", "course-checks");
+    if (lesson.import_error) {
+      // The module did not import (a SyntaxError, a missing name): one line, with its place.
+      const item = el("li", "course-check course-check--failed course-check--import");
+      item.innerHTML =
+        `<span class="course-check__mark">✗</span> failed to import: ` +
+        `<span class="course-check__hint">${escapeHtml(lesson.import_error)}</span>`;
+      list.append(item);
+    }
     for (const check of lesson.checks) {
       const item = el("li", check.passed ? "course-check course-check--passed" : "course-check course-check--failed");
       const mark = check.passed ? "✓" : "✗";
@@ -572,8 +586,9 @@
         `<span class="course-check__points">${check.points}/${check.max_points}</span>`;
       if (!check.passed) {
         const hint = el("div", "course-check__hint");
+        const line = check.hint || (check.detail || "failed").split("\n")[0];
         hint.innerHTML =
-          escapeHtml(check.hint || check.detail || "failed") +
+          escapeHtml(line + failedAt(check.detail)) +
           (check.url ? ` — <a href="${escapeHtml(root + check.url)}">read the section</a>` : "");
         item.append(hint);
       }
