@@ -9,15 +9,20 @@ and is listed as such. With correct code the two loss curves coincide; the first
 they part says where to look.
 
 Only what ran can agree: your functions are counted while your run trains, and the report
-says of each whether it took part. Training normally uses library kernels for attention and
-the loss; when your ``attention.attention`` is implemented both runs use the lesson attention,
-and when your ``objective.cross_entropy`` or ``objective.lm_loss`` is, both compute the loss
-from full logits with the lessons' ``lm_loss`` (which calls ``cross_entropy``), so your
-versions are what your run trains with. In the same way your ``training.adamw_step`` makes
-both runs step with the lessons' AdamW (``--optimizer lesson``), your ``tokens.train_bpe``
-makes both learn their merges on the corpus (``--tokenizer lesson``: wrong merges give other
-token ids, so the curves part at step 0), and any function of your ``block`` lesson makes
-both run the lessons' block (``--block lesson``, with the lessons' attention).
+says of each whether it took part. Agreement covers only the inputs training gave them, not the
+edge cases the graders try, so the report also names those of them whose checks failed in your
+last grading (``--report``). When the curves part, each of your functions that took part is
+run alone among the reference's, and those whose run parts too are named.
+
+Training normally uses library kernels for attention and the loss; when your
+``attention.attention`` is implemented both runs use the lesson attention, and when your
+``objective.cross_entropy`` or ``objective.lm_loss`` is, both compute the loss from full logits
+with the lessons' ``lm_loss`` (which calls ``cross_entropy``), so your versions are what your
+run trains with. In the same way your ``training.adamw_step`` makes both runs step with the
+lessons' AdamW (``--optimizer lesson``), your ``tokens.train_bpe`` makes both learn their merges
+on the corpus (``--tokenizer lesson``: wrong merges give other token ids, so the curves part at
+step 0), and any function of your ``block`` lesson makes both run the lessons' block
+(``--block lesson``, with the lessons' attention).
 
 This runs your code in this process: it is a learning tool, not a grader.
 """
@@ -118,6 +123,26 @@ def losses(out: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def failed_checks(report_path: Path, target: Path, names: list[str]) -> dict[str, list[str]] | None:
+    """Of ``names``, those with failed checks in the grading report of ``target`` (function ->
+    check ids); None when the report is missing or grades another package."""
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        if (ROOT / report["target"]).resolve() != target:
+            return None
+        graded = report["lessons"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    modules = {lesson.slug: lesson.module for lesson in load_manifest().lessons}
+    failed: dict[str, list[str]] = {}
+    for lesson in graded:
+        for check in lesson.get("checks", []):
+            name = f"{modules.get(lesson.get('slug'))}.{check.get('function')}"
+            if name in names and not check.get("passed"):
+                failed.setdefault(name, []).append(str(check.get("id")))
+    return failed
+
+
 def plot(reference: list[float], yours: list[float], path: Path) -> None:
     import matplotlib
 
@@ -144,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="micro")
     parser.add_argument("--out", default="runs/compare")
     parser.add_argument("--corpus", default="course", help="as for gpt.train")
+    parser.add_argument(
+        "--report", type=Path, default=None, help="your last grading report (nox -s grade's)"
+    )
     args = parser.parse_args(argv)
     target = Path(args.target).resolve()
     if not (target / "training.py").is_file():
@@ -224,15 +252,53 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:<28} {took}")
     diverged = first_divergence(ref, mine) if len(mine) == len(ref) else len(mine)
     if diverged is not None:
+        print(f"\nThe curves first differ at step {diverged}.")
         print(
-            f"\nThe curves first differ at step {diverged}: check the functions above that "
-            "took part, starting with those that step uses."
+            f"Each of your {len(used)} function(s) that took part, run alone among the "
+            "reference's, to find where they part:"
         )
+        parting = []
+        for name in used:
+            module_name, _, function = name.partition(".")
+            module = getattr(reference, module_name)
+            original = getattr(module, function)
+            setattr(module, function, getattr(getattr(lessons, module_name), function))
+            alone = out / "alone" / name
+            try:
+                train.run(
+                    train.TrainConfig(**base, out=str(alone)),
+                    fresh=True,
+                    quiet=True,
+                    lessons=reference,
+                )
+            except Exception:  # noqa: BLE001 - your code failed: that run parts at its last step
+                pass
+            finally:
+                setattr(module, function, original)
+            run = losses(alone) if (alone / "metrics.jsonl").exists() else []
+            step = first_divergence(ref, run) if len(run) == len(ref) else len(run)
+            if step is not None:
+                parting.append(f"{name} (at step {step})")
+        if parting:
+            print(f"  they part with: {', '.join(parting)}; start with the earliest.")
+        else:
+            print("  none parts alone: look at how they work together, starting with that step.")
     elif used:
         print(
             f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative) with your "
-            f"{len(used)} function(s) that took part: {', '.join(used)}."
+            f"{len(used)} function(s) that took part: {', '.join(used)}. That measures them on "
+            "the inputs this run gave them only, not on the edge cases the graders try."
         )
+        from graders.runner import DEFAULT_REPORT
+
+        failed = failed_checks(args.report or DEFAULT_REPORT, target, used)
+        if failed is None:
+            print("No grading report of this package: `nox -s grade` tries the edge cases.")
+        elif failed:
+            listed = "; ".join(f"{name} ({', '.join(ids)})" for name, ids in failed.items())
+            print(f"Yet your last grading failed checks of: {listed}. `nox -s grade` says why.")
+        else:
+            print("Your last grading passed every check of them.")
     else:
         print(
             f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative), but none of "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -62,13 +63,25 @@ def test_untouched_exercises_fall_back_and_claim_nothing(
 
 def test_correct_attention_and_loss_take_part_and_agree(tmp_path: Path, small_corpus: Path) -> None:
     target = _student_copy(tmp_path, "attention", "objective")
-    out = _compare(target, tmp_path / "run", ["--corpus", str(small_corpus)])
+    # A grading of this package in which cross_entropy failed a check that training never
+    # reaches (logits large enough to overflow): agreeing curves must not hide it.
+    report = tmp_path / "report.json"
+    lesson = {
+        "slug": "objective",
+        "checks": [{"id": "stable-for-large-logits", "function": "cross_entropy", "passed": False}],
+    }
+    report.write_text(json.dumps({"target": str(target), "lessons": [lesson]}))
+    out = _compare(
+        target, tmp_path / "run", ["--corpus", str(small_corpus), "--report", str(report)]
+    )
     assert re.search(r"Your functions \(6\): attention\.causal_mask, attention\.attention", out)
     assert "Attention: lesson; loss: lesson" in out
     for name in ("attention.attention", "objective.lm_loss", "objective.cross_entropy"):
         assert re.search(rf"{re.escape(name)} +took part \(\d+ calls\)", out), name
     assert re.search(r"objective\.pad_targets +did not run", out)
     assert "agree at every step" in out and "took part: attention.causal_mask" in out
+    assert "not on the edge cases the graders try" in out
+    assert "failed checks of: objective.cross_entropy (stable-for-large-logits)" in out
 
 
 def test_wrong_schedule_shows_where_the_curves_part(tmp_path: Path, small_corpus: Path) -> None:
@@ -79,6 +92,8 @@ def test_wrong_schedule_shows_where_the_curves_part(tmp_path: Path, small_corpus
     out = _compare(wrong, tmp_path / "run", ["--corpus", str(small_corpus)])
     assert "Your functions (5): training.adamw_step, training.lr_at" in out
     assert "first differ at step 1" in out
+    assert "they part with: training.lr_at (at step 1)" in out  # the function, by name
+    assert "training.train_step (at" not in out
     assert re.search(r"training\.fit +did not run", out)  # the CLI has its own loop
     assert "Not measured here (training never calls them): training.fit" in out
 
