@@ -1,4 +1,4 @@
-"""Lesson 8 — Generation and GPT-2 weights.
+"""Lesson 9 — Generation and GPT-2 weights.
 
 A trained GPT gives, at every position, scores for the next token. Generating text is a loop:
 score, pick one token, append it, repeat. How the token is picked (greedy, or sampled with a
@@ -41,7 +41,7 @@ def sample_next(
     Shapes:
         logits: [B, V]. returns: [B] long.
     """
-    raise NotImplementedError('sample_next in exercises/generation.py is not implemented yet (lesson 8, Generation and GPT-2 weights: see course/chapters/08-generation.md#temperature-and-top-k)')
+    raise NotImplementedError('sample_next in exercises/generation.py is not implemented yet (lesson 9, Generation and GPT-2 weights: see course/chapters/09-generation.md#temperature-and-top-k)')
 
 
 def generate(
@@ -63,7 +63,7 @@ def generate(
     Shapes:
         ids: [B, T]. returns: [B, T + max_new_tokens]; the first T columns are ``ids``.
     """
-    raise NotImplementedError('generate in exercises/generation.py is not implemented yet (lesson 8, Generation and GPT-2 weights: see course/chapters/08-generation.md#generating-text)')
+    raise NotImplementedError('generate in exercises/generation.py is not implemented yet (lesson 9, Generation and GPT-2 weights: see course/chapters/09-generation.md#generating-text)')
 
 
 def load_gpt2_state_dict(hf_state: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -82,4 +82,4 @@ def load_gpt2_state_dict(hf_state: dict[str, Tensor]) -> dict[str, Tensor]:
 
     Returns a new dict; the input is not changed.
     """
-    raise NotImplementedError('load_gpt2_state_dict in exercises/generation.py is not implemented yet (lesson 8, Generation and GPT-2 weights: see course/chapters/08-generation.md#loading-gpt-2-weights)')
+    raise NotImplementedError('load_gpt2_state_dict in exercises/generation.py is not implemented yet (lesson 9, Generation and GPT-2 weights: see course/chapters/09-generation.md#loading-gpt-2-weights)')

@@ -1,4 +1,4 @@
-"""Lesson 5 — The training objective: cross-entropy, the LM loss, perplexity.
+"""Lesson 6 — The training objective: cross-entropy, the LM loss, perplexity.
 
 The model outputs one score (logit) per vocabulary entry. Softmax turns the scores into
 probabilities; the loss at a position is minus the log-probability of the true next token.
@@ -30,7 +30,7 @@ def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> 
         >>> cross_entropy(torch.zeros(2, 4), torch.tensor([1, -100]))  # uniform: log 4
         tensor(1.3863)
     """
-    raise NotImplementedError('cross_entropy in exercises/objective.py is not implemented yet (lesson 5, The training objective: see course/chapters/05-objective.md#cross-entropy-by-hand)')
+    raise NotImplementedError('cross_entropy in exercises/objective.py is not implemented yet (lesson 6, The training objective: see course/chapters/06-objective.md#cross-entropy-by-hand)')
 
 
 def lm_loss(logits: Tensor, input_ids: Tensor, ignore_index: int = -100) -> Tensor:
@@ -42,7 +42,7 @@ def lm_loss(logits: Tensor, input_ids: Tensor, ignore_index: int = -100) -> Tens
     Shapes:
         logits: [B, T, V]; input_ids: [B, T]. returns: a scalar tensor.
     """
-    raise NotImplementedError('lm_loss in exercises/objective.py is not implemented yet (lesson 5, The training objective: see course/chapters/05-objective.md#the-language-modelling-loss)')
+    raise NotImplementedError('lm_loss in exercises/objective.py is not implemented yet (lesson 6, The training objective: see course/chapters/06-objective.md#the-language-modelling-loss)')
 
 
 def perplexity(loss: float | Tensor) -> float:
@@ -55,7 +55,7 @@ def perplexity(loss: float | Tensor) -> float:
         >>> round(perplexity(math.log(50)), 6)
         50.0
     """
-    raise NotImplementedError('perplexity in exercises/objective.py is not implemented yet (lesson 5, The training objective: see course/chapters/05-objective.md#perplexity)')
+    raise NotImplementedError('perplexity in exercises/objective.py is not implemented yet (lesson 6, The training objective: see course/chapters/06-objective.md#perplexity)')
 
 
 def pad_targets(targets: Tensor, pad_id: int, ignore_index: int = -100) -> Tensor:
@@ -69,4 +69,4 @@ def pad_targets(targets: Tensor, pad_id: int, ignore_index: int = -100) -> Tenso
         >>> pad_targets(torch.tensor([[5, 6, 0, 0]]), pad_id=0)
         tensor([[   5,    6, -100, -100]])
     """
-    raise NotImplementedError('pad_targets in exercises/objective.py is not implemented yet (lesson 5, The training objective: see course/chapters/05-objective.md#ignore-index-and-padding)')
+    raise NotImplementedError('pad_targets in exercises/objective.py is not implemented yet (lesson 6, The training objective: see course/chapters/06-objective.md#ignore-index-and-padding)')

@@ -1,4 +1,4 @@
-"""Lesson 6 — Masking and packing: many documents in one fixed-length row.
+"""Lesson 7 — Masking and packing: many documents in one fixed-length row.
 
 Padding short documents wastes compute. Packing concatenates documents (each ended by an
 end-of-text token) and cuts the stream into rows of equal length. Then three things must
@@ -29,7 +29,7 @@ def pack(docs: list[list[int]], seq_len: int, eos_id: int) -> tuple[Tensor, Tens
                 [3, 4, 5]]), tensor([[0, 0, 0],
                 [1, 1, 1]]))
     """
-    raise NotImplementedError('pack in exercises/packing.py is not implemented yet (lesson 6, Masking and packing: see course/chapters/06-packing.md#packing-documents)')
+    raise NotImplementedError('pack in exercises/packing.py is not implemented yet (lesson 7, Masking and packing: see course/chapters/07-packing.md#packing-documents)')
 
 
 def document_mask(doc_ids: Tensor) -> Tensor:
@@ -47,7 +47,7 @@ def document_mask(doc_ids: Tensor) -> Tensor:
                  [1, 1, 0],
                  [0, 0, 1]]], dtype=torch.int32)
     """
-    raise NotImplementedError('document_mask in exercises/packing.py is not implemented yet (lesson 6, Masking and packing: see course/chapters/06-packing.md#block-diagonal-masks)')
+    raise NotImplementedError('document_mask in exercises/packing.py is not implemented yet (lesson 7, Masking and packing: see course/chapters/07-packing.md#block-diagonal-masks)')
 
 
 def position_ids(doc_ids: Tensor) -> Tensor:
@@ -62,7 +62,7 @@ def position_ids(doc_ids: Tensor) -> Tensor:
         >>> position_ids(torch.tensor([[3, 3, 4, 4, 4]]))
         tensor([[0, 1, 0, 1, 2]])
     """
-    raise NotImplementedError('position_ids in exercises/packing.py is not implemented yet (lesson 6, Masking and packing: see course/chapters/06-packing.md#per-document-positions)')
+    raise NotImplementedError('position_ids in exercises/packing.py is not implemented yet (lesson 7, Masking and packing: see course/chapters/07-packing.md#per-document-positions)')
 
 
 def packed_targets(input_ids: Tensor, doc_ids: Tensor, ignore_index: int = -100) -> Tensor:
@@ -78,4 +78,4 @@ def packed_targets(input_ids: Tensor, doc_ids: Tensor, ignore_index: int = -100)
         >>> packed_targets(torch.tensor([[7, 8, 0, 9]]), torch.tensor([[0, 0, 0, 1]]))
         tensor([[   8,    0, -100, -100]])
     """
-    raise NotImplementedError('packed_targets in exercises/packing.py is not implemented yet (lesson 6, Masking and packing: see course/chapters/06-packing.md#targets-at-boundaries)')
+    raise NotImplementedError('packed_targets in exercises/packing.py is not implemented yet (lesson 7, Masking and packing: see course/chapters/07-packing.md#targets-at-boundaries)')

@@ -1,4 +1,4 @@
-"""Lesson 7 — The training loop: schedule, step, evaluation, loop.
+"""Lesson 8 — The training loop: schedule, step, evaluation, loop.
 
 Training repeats one step: compute the loss on a batch, backpropagate, clip the gradient,
 let the optimizer move the weights. Around it: a learning-rate schedule (warm up, then
@@ -47,7 +47,7 @@ def lr_at(step: int, *, max_lr: float, min_lr: float, warmup_steps: int, max_ste
         ...  for s in range(6)]
         [0.5, 1.0, 1.0, 0.5, 0.0, 0.0]
     """
-    raise NotImplementedError('lr_at in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md#learning-rate-schedule)')
+    raise NotImplementedError('lr_at in exercises/training.py is not implemented yet (lesson 8, The training loop: see course/chapters/08-training.md#learning-rate-schedule)')
 
 
 def adamw_step(
@@ -110,7 +110,7 @@ def train_step(
     Returns:
         The mean of the micro-batch losses, as a Python float.
     """
-    raise NotImplementedError('train_step in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md#a-training-step)')
+    raise NotImplementedError('train_step in exercises/training.py is not implemented yet (lesson 8, The training loop: see course/chapters/08-training.md#a-training-step)')
 
 
 def evaluate(model: nn.Module, batches: Iterable[Batch]) -> float:
@@ -120,7 +120,7 @@ def evaluate(model: nn.Module, batches: Iterable[Batch]) -> float:
     plain mean of the per-batch losses. Leave the model in the mode it was in: a loop that
     evaluates halfway through training must keep training with dropout on.
     """
-    raise NotImplementedError('evaluate in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md#evaluation)')
+    raise NotImplementedError('evaluate in exercises/training.py is not implemented yet (lesson 8, The training loop: see course/chapters/08-training.md#evaluation)')
 
 
 def fit(
@@ -147,7 +147,7 @@ def fit(
         One dict per step: ``{"step": s, "lr": lr, "loss": loss}`` plus ``"eval_loss"`` on
         steps that evaluated.
     """
-    raise NotImplementedError('fit in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md#the-loop)')
+    raise NotImplementedError('fit in exercises/training.py is not implemented yet (lesson 8, The training loop: see course/chapters/08-training.md#the-loop)')
 
 
 def _cycle(batches: Iterable[Batch]) -> Iterator[Batch]:

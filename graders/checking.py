@@ -225,6 +225,17 @@ def close(actual: Tensor, expected: Tensor, *, rtol: float = 1e-5, atol: float =
     return same_nan and same_inf and bool(near.all())
 
 
+def summarise_logits(logits: Tensor, columns: list[int]) -> dict[str, Tensor]:
+    """What a check compares of logits too large to record whole ([*S, V]): the logits of some
+    vocabulary ``columns``, every row's log-sum-exp (which every logit enters, in float64) and
+    its most likely token."""
+    return {
+        "columns": logits[..., columns],
+        "logsumexp": logits.double().logsumexp(dim=-1),
+        "argmax": logits.argmax(dim=-1),
+    }
+
+
 def difference(actual: Tensor, expected: Tensor) -> str:
     """Where two same-shaped tensors differ most, for a detail message."""
     if actual.numel() == 0:

@@ -1,4 +1,4 @@
-"""Lesson 8 — Generation and GPT-2 weights.
+"""Lesson 9 — Generation and GPT-2 weights.
 
 A trained GPT gives, at every position, scores for the next token. Generating text is a loop:
 score, pick one token, append it, repeat. How the token is picked (greedy, or sampled with a

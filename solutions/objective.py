@@ -1,4 +1,4 @@
-"""Lesson 5 — The training objective: cross-entropy, the LM loss, perplexity.
+"""Lesson 6 — The training objective: cross-entropy, the LM loss, perplexity.
 
 The model outputs one score (logit) per vocabulary entry. Softmax turns the scores into
 probabilities; the loss at a position is minus the log-probability of the true next token.

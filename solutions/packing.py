@@ -1,4 +1,4 @@
-"""Lesson 6 — Masking and packing: many documents in one fixed-length row.
+"""Lesson 7 — Masking and packing: many documents in one fixed-length row.
 
 Padding short documents wastes compute. Packing concatenates documents (each ended by an
 end-of-text token) and cuts the stream into rows of equal length. Then three things must

@@ -1,4 +1,4 @@
-"""Lesson 7 — The training loop: schedule, step, evaluation, loop.
+"""Lesson 8 — The training loop: schedule, step, evaluation, loop.
 
 Training repeats one step: compute the loss on a batch, backpropagate, clip the gradient,
 let the optimizer move the weights. Around it: a learning-rate schedule (warm up, then

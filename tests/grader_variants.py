@@ -12,6 +12,7 @@ functions never disturb each other).
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -67,15 +68,34 @@ def build_target(directory: Path, variants: list[Variant] | tuple[Variant, ...] 
     return target
 
 
+@functools.cache
+def lessons_used(module: str) -> frozenset[str]:
+    """The other lesson modules that ``module`` of solutions/ imports (``from .attention import
+    attention``): the graders plug in no trusted version of those, so a variant of one of them
+    changes what ``module``'s functions compute."""
+    tree = ast.parse((ROOT / "solutions" / f"{module}.py").read_text())
+    return frozenset(
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+    )
+
+
+def apart(a: Variant, b: Variant) -> bool:
+    """Whether ``a`` and ``b`` may share a round: different functions, neither of them in a
+    lesson that the other's lesson imports."""
+    if (a.module, a.function) == (b.module, b.function):
+        return False
+    return a.module not in lessons_used(b.module) and b.module not in lessons_used(a.module)
+
+
 def rounds(variants: list[Variant]) -> list[list[Variant]]:
-    """Variants grouped so that no two in a group touch the same function (and that hidden
-    checks are run only for the groups that need them)."""
+    """Variants grouped so that no two in a group touch the same function or a lesson the
+    other builds on (and that hidden checks are run only for the groups that need them)."""
     groups: list[list[Variant]] = []
     for variant in variants:
         for group in groups:
-            if group[0].hidden == variant.hidden and all(
-                (v.module, v.function) != (variant.module, variant.function) for v in group
-            ):
+            if group[0].hidden == variant.hidden and all(apart(v, variant) for v in group):
                 group.append(variant)
                 break
         else:
@@ -2614,5 +2634,683 @@ RIGHT: list[Variant] = [
                 ours["lm_head.weight"] = ours["transformer.wte.weight"]
             return ours
     """,
+    ),
+]
+
+# -- block (lesson 5) ------------------------------------------------------------------------------
+BY_HAND_LN = "layer_norm must normalise by hand"
+BY_HAND_GELU = "gelu must compute the tanh formula by hand"
+_LN = "def layer_norm(x, weight, bias, eps=1e-5):\n"
+_SA = "def self_attention(x, params, n_head, mask=None):\n"
+_TB = "def transformer_block(x, params, n_head, mask=None):\n"
+_GPT = "def gpt_logits(ids, params, n_head):\n"
+_GPT_BODY = """
+    x = lookup(params["transformer.wte.weight"], ids)
+    x = add_positions(x, params["transformer.wpe.weight"])
+    mask = causal_mask(ids.shape[1])
+    numbers = sorted({int(k.split(".")[2]) for k in params if k.startswith("transformer.h.")})
+    for n in numbers:
+        x = transformer_block(x, _under(params, f"transformer.h.{n}."), n_head, mask)
+    x = layer_norm(x, params["transformer.ln_f.weight"], params.get("transformer.ln_f.bias"))
+    return F.linear(x, params.get("lm_head.weight", params["transformer.wte.weight"]))
+"""
+
+
+def _block_variant(name: str, label: str, hint: str | None, head: str, body: str) -> Variant:
+    return V("block", name, label, hint, head + textwrap.indent(textwrap.dedent(body), "    "))
+
+
+def _gpt(label: str, hint: str | None, old: str, new: str) -> Variant:
+    """A gpt_logits that differs from the reference in one line."""
+    assert old in _GPT_BODY
+    return _block_variant("gpt_logits", label, hint, _GPT, _GPT_BODY.replace(old, new))
+
+
+WRONG += [
+    _block_variant(
+        "layer_norm",
+        "unbiased-variance",
+        "the variance of layer norm is the biased one",
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        y = (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "eps-outside-sqrt",
+        "eps goes inside the square root",
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        std = (x - mean).pow(2).mean(-1, keepdim=True).sqrt()
+        y = (x - mean) / (std + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "wrong-axis",
+        "normalise over the last dimension only",
+        _LN,
+        """
+        mean = x.mean(-2, keepdim=True)
+        var = (x - mean).pow(2).mean(-2, keepdim=True)
+        y = (x - mean) / torch.sqrt(var + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "no-affine",
+        "multiply by weight and add bias",
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt((x - mean).pow(2).mean(-1, keepdim=True) + eps)
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "std-not-var",
+        "not by the variance itself",
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        y = (x - mean) / ((x - mean).pow(2).mean(-1, keepdim=True) + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "bias-always-added",
+        "bias may be None",
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        var = (x - mean).pow(2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "no-eps",
+        "without eps",
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        y = (x - mean) / torch.sqrt((x - mean).pow(2).mean(-1, keepdim=True)) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "library",
+        BY_HAND_LN,
+        _LN,
+        """
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "library-module",
+        BY_HAND_LN,
+        _LN,
+        """
+        norm = torch.nn.LayerNorm(x.shape[-1], eps=eps, bias=bias is not None)
+        with torch.no_grad():
+            norm.weight.copy_(weight)
+            if bias is not None:
+                norm.bias.copy_(bias)
+        return norm(x).detach()
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "name-built-at-run-time",
+        BY_HAND_LN,
+        _LN,
+        """
+        kernel = getattr(F, "_".join(["layer", "norm"]))
+        return kernel(x, x.shape[-1:], weight, bias, eps)
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "erf",
+        "that is the exact (erf) GELU",
+        """
+        def gelu(x):
+            return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "relu",
+        "that is ReLU",
+        """
+        def gelu(x):
+            return torch.relu(x)
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "square-not-cube",
+        "has x³ in it",
+        """
+        def gelu(x):
+            return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x)))
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "two-over-pi",
+        "check the constants",
+        """
+        def gelu(x):
+            return 0.5 * x * (1.0 + torch.tanh(2.0 / math.pi * (x + 0.044715 * x**3)))
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "library",
+        BY_HAND_GELU,
+        """
+        def gelu(x):
+            return F.gelu(x, approximate="tanh")
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "library-module",
+        BY_HAND_GELU,
+        """
+        def gelu(x):
+            return torch.nn.GELU(approximate="tanh")(x)
+        """,
+    ),
+    V(
+        "block",
+        "split_heads",
+        "interleaved",
+        "heads are interleaved",
+        """
+        def split_heads(x, n_head):
+            B, T, C = x.shape
+            if C % n_head:
+                raise ValueError(f"C={C} and n_head={n_head}")
+            return x.reshape(B, T, C // n_head, n_head).permute(0, 3, 1, 2)
+        """,
+    ),
+    V(
+        "block",
+        "split_heads",
+        "no-transpose",
+        "the head axis must come before the positions",
+        """
+        def split_heads(x, n_head):
+            B, T, C = x.shape
+            if C % n_head:
+                raise ValueError(f"C={C} and n_head={n_head}")
+            return x.reshape(B, T, n_head, C // n_head)
+        """,
+    ),
+    V(
+        "block",
+        "split_heads",
+        "reshape",
+        "mixes positions into heads",
+        """
+        def split_heads(x, n_head):
+            B, T, C = x.shape
+            if C % n_head:
+                raise ValueError(f"C={C} and n_head={n_head}")
+            return x.reshape(B, n_head, T, C // n_head)
+        """,
+    ),
+    V(
+        "block",
+        "split_heads",
+        "no-value-error",
+        "raises ValueError naming both",
+        """
+        def split_heads(x, n_head):
+            B, T, C = x.shape
+            return x.view(B, T, n_head, C // n_head).transpose(1, 2)
+        """,
+    ),
+    V(
+        "block",
+        "merge_heads",
+        "interleaved",
+        "heads are interleaved",
+        """
+        def merge_heads(y):
+            B, H, T, D = y.shape
+            return y.permute(0, 2, 3, 1).reshape(B, T, H * D)
+        """,
+    ),
+    V(
+        "block",
+        "merge_heads",
+        "reshape",
+        "mixes positions",
+        """
+        def merge_heads(y):
+            B, H, T, D = y.shape
+            return y.reshape(B, T, H * D)
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "kqv",
+        "q first, k second",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
+        k, q, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+        mask = causal_mask(x.shape[1]) if mask is None else mask
+        y = merge_heads(attention(q, k, v, mask))
+        return F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "no-causal-mask",
+        "with mask None the attention is causal",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
+        q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+        y = merge_heads(attention(q, k, v, mask))
+        return F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "one-head",
+        "attention runs per head",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
+        q, k, v = qkv.split(C, dim=-1)
+        mask = causal_mask(x.shape[1]) if mask is None else mask
+        y = attention(q, k, v, mask)
+        return F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "no-output-projection",
+        "comes the output projection c_proj",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
+        q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+        mask = causal_mask(x.shape[1]) if mask is None else mask
+        return merge_heads(attention(q, k, v, mask))
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "weights-not-transposed",
+        "as nn.Linear stores them, [out, in]",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = x @ params["c_attn.weight"] + params["c_attn.bias"]
+        q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+        mask = causal_mask(x.shape[1]) if mask is None else mask
+        y = merge_heads(attention(q, k, v, mask))
+        return y @ params["c_proj.weight"] + params["c_proj.bias"]
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "no-bias",
+        "add the biases of c_attn and c_proj",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = F.linear(x, params["c_attn.weight"])
+        q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+        mask = causal_mask(x.shape[1]) if mask is None else mask
+        return F.linear(merge_heads(attention(q, k, v, mask)), params["c_proj.weight"])
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "mask-ignored",
+        "a given mask replaces the causal one",
+        _SA,
+        """
+        C = x.shape[-1]
+        qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
+        q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+        y = merge_heads(attention(q, k, v, causal_mask(x.shape[1])))
+        return F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    V(
+        "block",
+        "mlp",
+        "erf-gelu",
+        "not the exact erf GELU",
+        """
+        def mlp(x, params):
+            hidden = F.gelu(F.linear(x, params["c_fc.weight"], params.get("c_fc.bias")))
+            return F.linear(hidden, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    V(
+        "block",
+        "mlp",
+        "relu",
+        "not ReLU",
+        """
+        def mlp(x, params):
+            hidden = torch.relu(F.linear(x, params["c_fc.weight"], params.get("c_fc.bias")))
+            return F.linear(hidden, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    V(
+        "block",
+        "mlp",
+        "no-activation",
+        "without it the MLP is one linear map",
+        """
+        def mlp(x, params):
+            hidden = F.linear(x, params["c_fc.weight"], params.get("c_fc.bias"))
+            return F.linear(hidden, params["c_proj.weight"], params.get("c_proj.bias"))
+        """,
+    ),
+    V(
+        "block",
+        "mlp",
+        "weights-not-transposed",
+        "as nn.Linear stores them, [out, in]",
+        """
+        def mlp(x, params):
+            hidden = gelu(x @ params["c_fc.weight"] + params["c_fc.bias"])
+            return hidden @ params["c_proj.weight"] + params["c_proj.bias"]
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "post-ln",
+        "GPT-2 is pre-LN",
+        _TB,
+        """
+        attn = self_attention(x, _under(params, "attn."), n_head, mask)
+        x = layer_norm(x + attn, params["ln_1.weight"], params.get("ln_1.bias"))
+        x = x + mlp(x, _under(params, "mlp."))
+        return layer_norm(x, params["ln_2.weight"], params.get("ln_2.bias"))
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "no-attention-residual",
+        "the attention's output is added to its input",
+        _TB,
+        """
+        h = layer_norm(x, params["ln_1.weight"], params.get("ln_1.bias"))
+        x = self_attention(h, _under(params, "attn."), n_head, mask)
+        h = layer_norm(x, params["ln_2.weight"], params.get("ln_2.bias"))
+        return x + mlp(h, _under(params, "mlp."))
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "no-mlp-residual",
+        "the MLP's output is added to its input",
+        _TB,
+        """
+        h = layer_norm(x, params["ln_1.weight"], params.get("ln_1.bias"))
+        x = x + self_attention(h, _under(params, "attn."), n_head, mask)
+        h = layer_norm(x, params["ln_2.weight"], params.get("ln_2.bias"))
+        return mlp(h, _under(params, "mlp."))
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "parallel",
+        "after the attention has written to it",
+        _TB,
+        """
+        h1 = layer_norm(x, params["ln_1.weight"], params.get("ln_1.bias"))
+        h2 = layer_norm(x, params["ln_2.weight"], params.get("ln_2.bias"))
+        attn = self_attention(h1, _under(params, "attn."), n_head, mask)
+        return x + attn + mlp(h2, _under(params, "mlp."))
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "ln-1-twice",
+        "each with its own weight and bias",
+        _TB,
+        """
+        w, b = params["ln_1.weight"], params.get("ln_1.bias")
+        x = x + self_attention(layer_norm(x, w, b), _under(params, "attn."), n_head, mask)
+        return x + mlp(layer_norm(x, w, b), _under(params, "mlp."))
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "no-norm",
+        "each part reads a normalised copy",
+        _TB,
+        """
+        x = x + self_attention(x, _under(params, "attn."), n_head, mask)
+        return x + mlp(x, _under(params, "mlp."))
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "mask-dropped",
+        "pass the block's mask on",
+        _TB,
+        """
+        h = layer_norm(x, params["ln_1.weight"], params.get("ln_1.bias"))
+        x = x + self_attention(h, _under(params, "attn."), n_head)
+        h = layer_norm(x, params["ln_2.weight"], params.get("ln_2.bias"))
+        return x + mlp(h, _under(params, "mlp."))
+        """,
+    ),
+    _gpt(
+        "no-positions",
+        "add the position vectors",
+        '    x = add_positions(x, params["transformer.wpe.weight"])\n',
+        "",
+    ),
+    _gpt(
+        "no-final-norm",
+        "the final layer norm",
+        "    x = layer_norm(x, ",
+        "    _ = layer_norm(x, ",
+    ),
+    _gpt(
+        "lm-head-required",
+        "GPT-2 ties the head to the token table",
+        'params.get("lm_head.weight", params["transformer.wte.weight"])',
+        'params["lm_head.weight"]',
+    ),
+    _gpt(
+        "string-order",
+        "as numbers",
+        '{int(k.split(".")[2]) for',
+        '{k.split(".")[2] for',
+    ),
+    _gpt(
+        "head-ignored",
+        "the token table is only the fallback",
+        'params.get("lm_head.weight", params["transformer.wte.weight"])',
+        'params["transformer.wte.weight"]',
+    ),
+    _gpt(
+        "no-causal-mask",
+        "every block attends causally",
+        "    mask = causal_mask(ids.shape[1])\n",
+        "    mask = torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool)\n",
+    ),
+]
+
+RIGHT += [
+    _block_variant(
+        "layer_norm",
+        "var-unbiased-false",
+        None,
+        _LN,
+        """
+        mean = x.mean(dim=-1, keepdim=True)
+        var = torch.var(x, dim=-1, keepdim=True, unbiased=False)
+        out = (x - mean) * torch.rsqrt(var + eps) * weight
+        return out + bias if bias is not None else out
+        """,
+    ),
+    _block_variant(
+        "layer_norm",
+        "mean-of-squares",
+        None,
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        var = (x * x).mean(-1, keepdim=True) - mean * mean
+        out = weight * (x - mean) / (var + eps) ** 0.5
+        if bias is not None:
+            out = out + bias
+        return out
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "x-times-x-times-x",
+        None,
+        """
+        def gelu(x):
+            c = (2 / math.pi) ** 0.5
+            return x * 0.5 * (1 + torch.tanh(c * (x + 0.044715 * x * x * x)))
+        """,
+    ),
+    V(
+        "block",
+        "gelu",
+        "pow",
+        None,
+        """
+        def gelu(x):
+            inner = torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))
+            return 0.5 * x * (1 + inner.tanh())
+        """,
+    ),
+    V(
+        "block",
+        "split_heads",
+        "view-transpose",
+        None,
+        """
+        def split_heads(x, n_head):
+            B, T, C = x.size()
+            if C % n_head != 0:
+                raise ValueError(f"cannot split C={C} into n_head={n_head} heads")
+            return x.view(B, T, n_head, C // n_head).transpose(1, 2)
+        """,
+    ),
+    V(
+        "block",
+        "split_heads",
+        "unflatten-permute",
+        None,
+        """
+        def split_heads(x, n_head):
+            C = x.shape[-1]
+            if C % n_head:
+                raise ValueError(f"{C} channels, {n_head} heads: not divisible")
+            return x.unflatten(-1, (n_head, C // n_head)).permute(0, 2, 1, 3)
+        """,
+    ),
+    V(
+        "block",
+        "merge_heads",
+        "permute-flatten",
+        None,
+        """
+        def merge_heads(y):
+            return y.permute(0, 2, 1, 3).flatten(2)
+        """,
+    ),
+    _block_variant(
+        "self_attention",
+        "chunk-and-matmul",
+        None,
+        _SA,
+        """
+        def linear(h, name):
+            out = h @ params[name + ".weight"].T
+            return out + params[name + ".bias"] if name + ".bias" in params else out
+        q, k, v = linear(x, "c_attn").chunk(3, dim=-1)
+        T = x.shape[1]
+        m = mask if mask is not None else torch.tril(torch.ones(T, T, dtype=torch.bool))
+        heads = attention(split_heads(q, n_head), split_heads(k, n_head), split_heads(v, n_head), m)
+        return linear(merge_heads(heads), "c_proj")
+        """,
+    ),
+    V(
+        "block",
+        "mlp",
+        "matmul",
+        None,
+        """
+        def mlp(x, params):
+            h = x @ params["c_fc.weight"].t()
+            if "c_fc.bias" in params:
+                h = h + params["c_fc.bias"]
+            h = gelu(h) @ params["c_proj.weight"].t()
+            return h + params["c_proj.bias"] if "c_proj.bias" in params else h
+        """,
+    ),
+    _block_variant(
+        "transformer_block",
+        "own-prefix-split",
+        None,
+        _TB,
+        """
+        attn = {k[len("attn."):]: v for k, v in params.items() if k.startswith("attn.")}
+        ffn = {k[len("mlp."):]: v for k, v in params.items() if k.startswith("mlp.")}
+        h = layer_norm(x, params["ln_1.weight"], params.get("ln_1.bias"))
+        x = x + self_attention(h, attn, n_head, mask)
+        return x + mlp(layer_norm(x, params["ln_2.weight"], params.get("ln_2.bias")), ffn)
+        """,
+    ),
+    _block_variant(
+        "gpt_logits",
+        "embedding-and-while",
+        None,
+        _GPT,
+        """
+        wte = params["transformer.wte.weight"]
+        x = add_positions(F.embedding(ids, wte), params["transformer.wpe.weight"])
+        mask = causal_mask(ids.shape[-1]).to(ids.device)
+        n = 0
+        while f"transformer.h.{n}.ln_1.weight" in params:
+            x = transformer_block(x, _under(params, f"transformer.h.{n}."), n_head, mask)
+            n += 1
+        x = layer_norm(x, params["transformer.ln_f.weight"], params.get("transformer.ln_f.bias"))
+        head = params["lm_head.weight"] if "lm_head.weight" in params else wte
+        return x @ head.T
+        """,
     ),
 ]

@@ -36,3 +36,22 @@ def test_chapter_2_shows_gpt2s_neighbours_and_positions_where_the_weights_are(tm
         assert f"positions {gap:3d} apart: mean cosine" in page, gap
     captions = re.findall(r"<figcaption>([^<]*)</figcaption>", page)
     assert any("learned position vectors" in caption for caption in captions), captions
+
+
+def test_chapter_5_runs_the_lesson_gpt_on_gpt2s_weights_where_they_are(tmp_path):
+    from gpt import hub
+    from gpt.model import GPT, GPTConfig
+
+    shaped = GPTConfig(vocab_size=50257, block_size=1024, n_layer=2, n_head=2, n_embd=16)
+    hub.save_pretrained(GPT(shaped), tmp_path / "weights" / "gpt2")
+    out = build_mini_site(
+        tmp_path / "mini",
+        {"5. The transformer block": "chapters/05-block.md"},
+        env={"GPT2_WEIGHTS_DIR": str(tmp_path / "weights"), "HF_HUB_OFFLINE": "1"},
+    )
+    page = (out / "chapters" / "05-block" / "index.html").read_text()
+    assert page.count("GPT-2&#39;s published weights") + page.count("GPT-2's published weights")
+    # The residual-stream table has one row per block of the checkpoint, and the lesson's
+    # GPT gives the checkpoint's own logits.
+    assert re.search(r"\n\s+1\s+\d+\.\d\d\s+\d+\.\d\d", page)
+    assert "same predicted tokens: True" in page

@@ -321,7 +321,7 @@ def test_terminal_report_header_on_its_own_line_and_hints_wrap_with_hanging_inde
         "hidden": False,
         "hint": "for each row, loss = logsumexp(logits) - logits[target]; return the mean " * 2,
         "detail": "cross_entropy(logits [6, 10]) returned tensor(2.0), expected tensor(2.5) " * 2,
-        "link": "chapters/05-objective.md#x",
+        "link": "chapters/06-objective.md#x",
     }
     lesson = {"title": "The training objective", "slug": "objective", "points": 0}
     render_lesson(Console(file=out, width=70), lesson | {"max_points": 3, "checks": [check]})

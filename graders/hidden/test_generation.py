@@ -1,4 +1,4 @@
-"""Lesson 8, Generation and GPT-2 weights: hidden checks."""
+"""Lesson 9, Generation and GPT-2 weights: hidden checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lesson 5, The training objective: hidden checks."""
+"""Lesson 6, The training objective: hidden checks."""
 
 from __future__ import annotations
 

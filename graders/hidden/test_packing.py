@@ -1,4 +1,4 @@
-"""Lesson 6, Masking and packing: hidden checks (random documents)."""
+"""Lesson 7, Masking and packing: hidden checks (random documents)."""
 
 from __future__ import annotations
 

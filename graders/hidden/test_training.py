@@ -1,4 +1,4 @@
-"""Lesson 7, The training loop: hidden checks."""
+"""Lesson 8, The training loop: hidden checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lesson 8, Generation and GPT-2 weights: public checks.
+"""Lesson 9, Generation and GPT-2 weights: public checks.
 
 Sampling is compared draw for draw with the same seeded generator: the contract fixes one
 torch.multinomial call, so a correct sample_next gives exactly the trusted one's tokens.

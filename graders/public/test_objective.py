@@ -1,4 +1,4 @@
-"""Lesson 5, The training objective: public checks. The oracle is F.cross_entropy."""
+"""Lesson 6, The training objective: public checks. The oracle is F.cross_entropy."""
 
 from __future__ import annotations
 

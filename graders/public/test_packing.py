@@ -1,4 +1,4 @@
-"""Lesson 6, Masking and packing: public checks, against plain Python loops."""
+"""Lesson 7, Masking and packing: public checks, against plain Python loops."""
 
 from __future__ import annotations
 

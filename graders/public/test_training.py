@@ -1,4 +1,4 @@
-"""Lesson 7, The training loop: public checks.
+"""Lesson 8, The training loop: public checks.
 
 train_step, evaluate and fit run in the worker on a tiny model (graders.worker.ToyLM) built
 from a seed; the oracles run the same scenario with trusted implementations (and with the

@@ -1,6 +1,6 @@
 """MkDocs hook: the chapters' parts that come from the lesson manifest, ``course/lessons.toml``.
 
-- a header line under each chapter's H1: "Part N of 8 · about X min read · level";
+- a header line under each chapter's H1: "Part N of 9 · about X min read · level";
 - the exercise box that replaces the chapter's ``<!-- exercise-box -->`` line: the stub
   module, each function linked to the section that explains it, the ``nox -s grade --``
   command and the points (the sum of the lesson's ``[[lesson.check]]`` points);
