@@ -1,4 +1,5 @@
-"""The block lesson's reference and the graders' oracle both compute the provided GPT."""
+"""The block lesson's reference and its oracles (graders/secret/oracles/block.py) both
+compute the provided GPT."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 from gpt.model import GPT, GPTConfig
-from graders import trusted
+from graders.secret.oracles import block as oracle
 from solutions import block
 
 
@@ -26,7 +27,7 @@ def test_gpt_logits_and_the_oracle_equal_the_provided_model(bias: bool, tied: bo
             del params["lm_head.weight"]  # a tied checkpoint may leave it out
         ids = torch.randint(0, 40, (2, 12))
         expected = model(ids)
-        for gpt_logits in (block.gpt_logits, trusted.gpt_logits):
+        for gpt_logits in (block.gpt_logits, oracle.gpt_logits):
             assert torch.allclose(gpt_logits(ids, params, 3), expected, atol=1e-5)
         with pytest.raises(ValueError, match="13"):
             block.gpt_logits(torch.zeros(1, 13, dtype=torch.long), params, 3)
@@ -43,4 +44,4 @@ def test_a_block_with_a_document_mask_equals_the_provided_block() -> None:
     with torch.no_grad():
         expected = layer(x, mask)
         assert torch.allclose(block.transformer_block(x, params, 2, mask), expected, atol=1e-6)
-        assert torch.allclose(trusted.transformer_block(x, params, 2, mask), expected, atol=1e-6)
+        assert torch.allclose(oracle.transformer_block(x, params, 2, mask), expected, atol=1e-6)
