@@ -89,7 +89,7 @@ def adamw_step(
         >>> p[0], s["step"]       # the first step moves every weight by about lr
         (tensor([0.9000]), 1)
     """
-    raise NotImplementedError('adamw_step in exercises/training.py is not implemented yet (lesson 7, The training loop: see course/chapters/07-training.md#adamw-by-hand)')
+    raise NotImplementedError('adamw_step in exercises/training.py is not implemented yet (lesson 8, The training loop: see course/chapters/08-training.md#adamw-by-hand)')
 
 
 def train_step(
