@@ -32,8 +32,9 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write ``path`` through ``write(file)`` so that it appears complete or not at all."""
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Write ``path`` through ``write(file)`` so that it appears complete or not at all
+    (what ``write`` returns, such as ``f.write``'s byte count, is ignored)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -37,6 +37,7 @@ import math
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ LESSON_LOSS = ("objective.cross_entropy", "objective.lm_loss")
 BPE_VOCAB = 512  # ranks the runs learn with your train_bpe: a few seconds on the course corpus
 
 
-def is_stub(obj: object) -> bool:
+def is_stub(obj: Callable[..., Any]) -> bool:
     """True when every function body of ``obj`` is just ``raise NotImplementedError(...)``."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
     bodies = [node.body for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
@@ -93,21 +94,23 @@ def count_calls(lessons: Any, names: list[str]) -> Counter:
         module_name, _, name = qualified.partition(".")
         module = getattr(lessons, module_name)
         original = getattr(module, name)
+        counted: object
         if isinstance(original, type):  # a class (TokenWindows): count its instances
 
             def __init__(self, *args, _key=qualified, _base=original, **kwargs):  # noqa: N807
                 counts[_key] += 1
                 _base.__init__(self, *args, **kwargs)
 
-            counted = type(name, (original,), {"__init__": __init__})
-            counted.__qualname__, counted.__module__ = original.__qualname__, original.__module__
+            subclass = type(name, (original,), {"__init__": __init__})
+            subclass.__qualname__, subclass.__module__ = original.__qualname__, original.__module__
+            counted = subclass
         else:
 
-            def counted(*args, _key=qualified, _original=original, **kwargs):
+            def call(*args, _key=qualified, _original=original, **kwargs):
                 counts[_key] += 1
                 return _original(*args, **kwargs)
 
-            counted = functools.wraps(original)(counted)
+            counted = functools.wraps(original)(call)
         setattr(module, name, counted)
     return counts
 

@@ -113,7 +113,7 @@ def eval_batches(
     loader = load(lessons).windows.make_loader(
         ids, batch_size, context_length, stride=context_length, shuffle=False, drop_last=False
     )
-    batches = []
+    batches: list[Batch] = []
     for batch in loader:
         if len(batches) == max_batches:
             break

@@ -31,6 +31,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 import torch
 import torch.distributed as dist
@@ -38,6 +39,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 Batch = tuple[Tensor, Tensor]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -125,13 +127,13 @@ def any_rank(flag: bool, world: World, device: torch.device) -> bool:
     return bool(raised.item())
 
 
-def gather(value: object, world: World) -> list[object]:
+def gather(value: T, world: World) -> list[T]:
     """``value`` from every rank, in rank order (every rank gets the list)."""
     if world.size == 1:
         return [value]
-    values: list[object] = [None] * world.size
+    values: list[T | None] = [None] * world.size
     dist.all_gather_object(values, value)
-    return values
+    return cast(list[T], values)  # all_gather_object filled every slot
 
 
 class SyncOnLastMicroBatch(nn.Module):

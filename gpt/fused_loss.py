@@ -63,6 +63,7 @@ def _chunked(
         lse = peak.squeeze(1) + norm.squeeze(1).log()
         total += ((lse - picked) * keep).sum()
         if with_grad:
+            assert grad_h is not None and grad_w is not None  # allocated above when with_grad
             # d loss / d logits = (softmax - one_hot) / n_valid on kept rows, 0 on ignored ones.
             row_scale = (keep.to(h.dtype) * scale).unsqueeze(1)
             probs.mul_(row_scale / norm)

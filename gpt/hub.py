@@ -68,7 +68,7 @@ def config_from_hub(hf_config: dict, dropout: float = 0.0) -> GPTConfig:
     ``n_positions``, ``vocab_size``); ``HubError`` for a model our GPT cannot hold."""
     try:
         sizes = {key: int(hf_config[key]) for key in ("n_layer", "n_head", "n_embd", "vocab_size")}
-        block_size = int(hf_config.get("n_positions", hf_config.get("n_ctx")))
+        block_size = int(hf_config["n_positions" if "n_positions" in hf_config else "n_ctx"])
     except (KeyError, TypeError, ValueError):
         raise HubError(
             "config.json lacks GPT-2's sizes (n_layer, n_head, n_embd, n_positions, vocab_size)"
@@ -192,7 +192,7 @@ def build(
     """
     wte = state.get("transformer.wte.weight")
     head = state.get("lm_head.weight", wte)
-    if wte is not None and head is not wte and not torch.equal(head, wte):
+    if wte is not None and head is not None and head is not wte and not torch.equal(head, wte):
         raise HubError(
             f"{source} has an output layer that differs from the token table; "
             "our GPT ties the two, as GPT-2 does"
@@ -243,8 +243,9 @@ def locate(
             "(owner/name) or a local folder with config.json and model.safetensors"
         )
     repo = repo_id(text)
-    return tuple(
-        _download(text, repo, name, revision, cache_dir) for name in (CONFIG_NAME, WEIGHTS_NAME)
+    return (
+        _download(text, repo, CONFIG_NAME, revision, cache_dir),
+        _download(text, repo, WEIGHTS_NAME, revision, cache_dir),
     )
 
 
@@ -342,9 +343,11 @@ def _not_local(text: str) -> str:
 def _root(error: BaseException) -> BaseException:
     """The innermost cause: 'ConnectError: connection refused', not the wrapper's essay."""
     seen = set()
-    while (error.__cause__ or error.__context__) is not None and id(error) not in seen:
+    inner = error.__cause__ or error.__context__
+    while inner is not None and id(error) not in seen:
         seen.add(id(error))
-        error = error.__cause__ or error.__context__
+        error = inner
+        inner = error.__cause__ or error.__context__
     return error
 
 

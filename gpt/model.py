@@ -139,6 +139,19 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+class Transformer(nn.ModuleDict):
+    """``GPT.transformer``: the modules under nanoGPT's (and GPT-2's checkpoint) names.
+
+    A ``ModuleDict`` whose entries are declared, so that ``transformer.wte`` has a type.
+    """
+
+    wte: nn.Embedding
+    wpe: nn.Embedding
+    drop: nn.Dropout
+    h: nn.ModuleList
+    ln_f: nn.LayerNorm
+
+
 class GPT(nn.Module):
     """GPT-2: token and learned position embeddings, pre-LN blocks, tied output layer."""
 
@@ -171,7 +184,7 @@ class GPT(nn.Module):
         self.block = block
         # None: PyTorch's fused attention. A plain attribute, so a test may swap it.
         self.attention_fn = self.lessons.attention.attention if attention == "lesson" else None
-        self.transformer = nn.ModuleDict(
+        self.transformer = Transformer(
             dict(
                 wte=nn.Embedding(config.vocab_size, config.n_embd),
                 wpe=nn.Embedding(config.block_size, config.n_embd),
@@ -244,7 +257,7 @@ class GPT(nn.Module):
             return linear_cross_entropy(x.flatten(0, 1), self.lm_head.weight, targets.flatten())
         return self.lesson_loss(self.lm_head(x), ids, targets)
 
-    def lesson_blocks(self, x: Tensor, mask: Tensor) -> Tensor:
+    def lesson_blocks(self, x: Tensor, mask: Tensor | None) -> Tensor:
         """The lessons' ``transformer_block`` for every block, then their ``layer_norm`` with
         ``ln_f``: x [B, T, C] -> [B, T, C], on this model's weights (``mask`` as for the
         lessons' attention)."""

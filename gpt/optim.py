@@ -14,7 +14,7 @@ group that have taken the same number of steps are stepped together in one call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 import torch
 from torch import Tensor
@@ -38,6 +38,13 @@ class LessonAdamW(torch.optim.Optimizer):
         super().__init__(params, defaults)
         self.adamw_step = adamw_step
 
+    # The overloads of torch.optim.Optimizer.step: no closure, no loss.
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
+
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:
         loss = None
@@ -57,7 +64,7 @@ class LessonAdamW(torch.optim.Optimizer):
 
     def _step(self, params: list[Tensor], steps: int, group: dict[str, Any]) -> None:
         states = [self.state[p] for p in params]
-        state = {}
+        state: dict[str, Any] = {}
         if steps:
             state = {
                 "step": steps,

@@ -70,7 +70,8 @@ def load_ranks(path: Path) -> dict[bytes, int]:
 class Encoding(Protocol):
     """What training needs of a tokenizer: ``tiktoken.Encoding`` and ``LessonTokenizer``."""
 
-    n_vocab: int
+    @property
+    def n_vocab(self) -> int: ...  # read-only: tiktoken's is a property
 
     def encode_ordinary(self, text: str) -> list[int]: ...
 

@@ -482,7 +482,8 @@ def _train(
                 f"{out} already holds a finished run of {start} steps; pass a larger --steps "
                 "to continue it, --fresh to start over, or another --out"
             )
-    step_model = model  # what train_step trains: the model, or its DistributedDataParallel
+    # What train_step trains: the model, or its DistributedDataParallel.
+    step_model: nn.Module = model
     if world.size > 1:
         step_model = distributed.SyncOnLastMicroBatch(model, device)
     records = read_metrics(out / METRICS, start) if start and world.is_main else []

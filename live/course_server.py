@@ -119,8 +119,10 @@ def make_handlers(options: argparse.Namespace) -> list[tuple[str, type, dict[str
         def compute_etag(self) -> str | None:
             return None  # pages differ per login (the XSRF token); no-cache revalidates
 
+        # tornado's stubs give authenticated's result the signature (*Any, **Any) -> Awaitable
+        # | None, which mypy cannot match with StaticFileHandler.get; the signature is get's.
         @web.authenticated
-        async def get(self, path: str, include_body: bool = True) -> None:
+        async def get(self, path: str, include_body: bool = True) -> None:  # type: ignore[override]
             target = (site / path).resolve()
             if not target.is_relative_to(site):
                 raise web.HTTPError(404)
