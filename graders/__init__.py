@@ -22,10 +22,10 @@ package is cheap: torch and pytest load on first use.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from .secret_half import installed_secret
 
 
 def grade(
@@ -40,19 +40,6 @@ def grade(
     from .runner import grade as run
 
     return run(target, lessons, hidden, json_path, sandbox, **options)
-
-
-def installed_secret(name: str) -> ModuleType | None:
-    """``graders.secret.NAME`` where the checker's secret half is installed (the instructor's
-    tree), else None (the student release, which never ships graders/secret/). The one place
-    that decides whether the oracles and the trusted dependencies are here."""
-    full = f"{__name__}.secret.{name}"
-    try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as error:
-        if error.name not in (full, f"{__name__}.secret"):  # a missing dependency of it: say so
-            raise
-        return None
 
 
 __all__ = ["grade", "installed_secret"]

@@ -73,7 +73,7 @@ def oracles() -> ModuleType | None:
     """graders.secret.oracles where it is installed (the instructor's tree), else None (replay)."""
     global _oracles
     if _oracles is _UNSET:
-        from . import installed_secret
+        from .secret_half import installed_secret
 
         _oracles = installed_secret("oracles")
     return _oracles

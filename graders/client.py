@@ -578,7 +578,7 @@ class WorkerClient:
 def _dependency_answers() -> Any:
     """graders/secret/dependencies.py's answerer, or None where it is absent (the student release,
     whose worker then runs a function with the submission's own dependencies)."""
-    from . import installed_secret
+    from .secret_half import installed_secret
 
     module = installed_secret("dependencies")
     return None if module is None else module.Answers()

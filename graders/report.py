@@ -304,7 +304,7 @@ def uses(module: str, function: str) -> tuple[str, ...]:
     """The functions of the same lesson that ``function`` runs with the submission's own code
     (its ``builds_on`` in the manifest): where the checker answers them itself (the secret
     half, the instructor's graders) a mistake in one costs nothing else, so none."""
-    from . import installed_secret
+    from .secret_half import installed_secret
 
     if installed_secret("dependencies") is not None:
         return ()

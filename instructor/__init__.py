@@ -9,14 +9,17 @@
     python -m instructor report                   # reports/mistakes.html and .csv
 
 (``nox -s release``, ``nox -s autograde``, ...). The course directory is build/nbgrader/ unless
-``--course DIR`` says otherwise, and the gradebook its gradebook.db unless ``--gradebook URL``
-(or $COURSE_GRADEBOOK_URL) names another database; it is a standard nbgrader course
-directory, so nbgrader's own commands and formgrader work there too.
+``--course DIR`` says otherwise, a standard nbgrader course directory, so nbgrader's own
+commands and formgrader work there too. The gradebook is its gradebook.db unless
+``--gradebook URL`` (or $COURSE_GRADEBOOK_URL) names another database; release remembers it,
+so later commands need not be told again.
 
-Modules: ``course`` (layout, gradebook URL, nbgrader configuration), ``release`` (notebooks
-from the manifest), ``notebook`` (the ``check()`` the notebook cells call; ships to students),
-``preprocessors`` (notebook rebuilt from the gradebook; hidden tests out of feedback),
-``collect`` (zips into submitted/), ``autograde`` (grading on a Dask cluster, feedback),
-``gradebook`` (batched recording and the per-check history), ``export`` (the CSV files) and
-``mistakes`` (the class report). The sandbox is graders/sandbox.py.
+Modules: ``course`` (the course folder's layout), ``gradebook_url`` (which gradebook),
+``nbgrader_settings`` (nbgrader's options), ``kernel`` (the grading kernels' environment),
+``nbgrader_api`` (nbgrader's API, the generated config file), ``errors``, ``release``
+(notebooks from the manifest), ``preprocessors`` (notebook rebuilt from the gradebook; hidden
+tests out of feedback), ``collect`` (zips into submitted/), ``grading`` (one grading run, on a
+worker), ``autograde`` (grading on a Dask cluster, feedback), ``gradebook`` (batched recording
+and the per-check history), ``export`` (the CSV files) and ``mistakes`` (the class report).
+The sandbox is graders/sandbox.py.
 """

@@ -1,26 +1,19 @@
-"""``python -m instructor``: release, collect, autograde, feedback, export, report.
-
-Exit status, the same for every command:
-
-- 0 (``OK``): it ran. Submissions that could not be graded (an unreadable zip, a student id with
-  other characters, a lesson that is not released) were skipped, each named in one line.
-- 1 (``FAILED``): a grading run failed on its own, not by the student's doing; each is listed
-  with the command that re-runs it.
-- 2 (``USAGE``): it did not run: a bad option, an unknown or unreleased lesson, a gradebook of
-  another course; one line says which.
-- 3 (``SKIPPED``): with ``--strict``, what 0 is when a submission was skipped.
-"""
+"""``python -m instructor``: release, collect, autograde, feedback, export, report."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.cli import Parser, no_fork_here
+from core.cli import Parser
 
-OK, FAILED, USAGE, SKIPPED = 0, 1, 2, 3
+if TYPE_CHECKING:
+    from .autograde import Outcome
+    from .course import Course
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -47,7 +40,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
             help=argparse.SUPPRESS
             if hide
             else "the gradebook's SQLAlchemy URL, e.g. postgresql+psycopg://HOST/DB (default: "
-            "$COURSE_GRADEBOOK_URL, else COURSE/gradebook.db)",
+            "$COURSE_GRADEBOOK_URL, else the one the course was released into, else "
+            "COURSE/gradebook.db)",
         )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     release = commands.add_parser(
@@ -65,13 +59,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "collect", parents=[common], help="zips in downloaded/LESSON/archive -> submitted/"
     )
     collect.add_argument("lessons", nargs="*", metavar="LESSON")
-    strict = "exit with status 3 when a submission was skipped (0 otherwise)"
-    collect.add_argument("--strict", action="store_true", help=strict)
     auto = commands.add_parser(
         "autograde", parents=[common], help="collect, grade, record, feedback and export"
     )
     auto.add_argument("lessons", nargs="*", metavar="LESSON")
-    auto.add_argument("--strict", action="store_true", help=strict)
     auto.add_argument(
         "--student", action="append", default=None, metavar="ID", help="only this student"
     )
@@ -134,142 +125,188 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    unsupported = no_fork_here(f"python -m instructor {args.command}")
-    if unsupported and args.command in ("release", "autograde", "grade-submission"):
-        print(unsupported, file=sys.stderr)  # a release grades the reference to record answers
-        return USAGE
-    if args.gradebook:
-        from .course import GRADEBOOK_ENV
+    from .course import Course
+    from .errors import SetupError
 
-        os.environ[GRADEBOOK_ENV] = args.gradebook  # nbgrader's own steps read it too
-    from .course import Course, SetupError
-
-    course = Course.at(args.course)
+    course = Course.at(args.course, args.gradebook)
     try:
-        return run(args, course)
+        return COMMANDS[args.command](args, course)
     except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
-        return USAGE
+        return 2
 
 
-def run(args: argparse.Namespace, course: object) -> int:
-    from .course import Course
+def release(args: argparse.Namespace, course: Course) -> int:
+    from .release import course_site, is_local, release
 
-    assert isinstance(course, Course)
-    if args.command == "release":
-        from core.manifest import load_manifest
-
-        from .release import is_local, release
-
-        manifest = load_manifest()
-        for name in args.lessons:
-            try:
-                manifest.lesson(name)
-            except KeyError as unknown:
-                print(f"error: {unknown.args[0]}", file=sys.stderr)
-                return USAGE
-
-        built = release(course, args.lessons or None, site=args.site_url)
-        for slug in built:
-            print(f"released {slug}: {course.release / slug}")
-        from .release import course_site
-
-        site = course_site(course)
-        if is_local(site):
-            print(
-                f"note: the notebooks link to {site}, which only a student serving the site "
-                "can open; publish the site and release with --site-url URL "
-                "(or COURSE_SITE_URL)"
-            )
-        return OK
-    from . import autograde as pipeline
-
-    if args.command == "grade-submission":
-        pipeline.grade_one(
-            course,
-            args.student,
-            args.lesson,
-            submission=args.submission,
-            results=args.results,
-            sandbox=args.sandbox,
-        )
-        return OK
-    released = course.lessons()
-    if not released and args.command != "report":
+    built = release(course, args.lessons or None, site=args.site_url)
+    for slug in built:
+        print(f"released {slug}: {course.release / slug}")
+    print(f"gradebook: {course.gradebook_name()} (later commands use it without --gradebook)")
+    site = course_site(course)
+    if is_local(site):
         print(
-            f"error: nothing released in {course.root}: run `nox -s release` first", file=sys.stderr
+            f"note: the notebooks link to {site}, which only a student serving the site "
+            "can open; publish the site and release with --site-url URL "
+            "(or COURSE_SITE_URL)"
         )
-        return USAGE
+    return 0
+
+
+def grade_submission(args: argparse.Namespace, course: Course) -> int:
+    from .autograde import grade_one
+
+    grade_one(
+        course,
+        args.student,
+        args.lesson,
+        submission=args.submission,
+        results=args.results,
+        sandbox=args.sandbox,
+    )
+    return 0
+
+
+def released_lessons(args: argparse.Namespace, course: Course) -> list[str] | None:
+    """The lessons a command works on (None: every released one), refusing lessons that were
+    never released."""
+    from .errors import SetupError
+
+    released = course.lessons()
+    if not released:
+        raise SetupError(f"nothing released in {course.root}: run `nox -s release` first")
     lessons = getattr(args, "lessons", None) or None
     unknown = [lesson for lesson in lessons or [] if lesson not in released]
     if unknown:
-        print(
-            f"error: {unknown[0]!r} is not a released lesson (released: {', '.join(released)})",
-            file=sys.stderr,
+        raise SetupError(
+            f"{unknown[0]!r} is not a released lesson (released: {', '.join(released)})"
         )
-        return USAGE
-    passed_over = failed = False  # a submission skipped; a grading run failed
-    if args.command == "collect" or (args.command == "autograde" and args.collect):
-        from .collect import collect
+    return lessons
 
-        found, problems = collect(course, lessons)
-        for line in problems:
-            print(line, file=sys.stderr)
-        for lesson, students in found.items():
-            print(f"collected {lesson}: {len(students)} submission(s)")
-        passed_over = bool(problems)
-    if args.command == "autograde":
-        from .course import check_gradebook
 
-        jobs, problems = pipeline.find_jobs(course, lessons, args.student)
-        check_gradebook(course, released, {lesson for _, lesson in jobs})
-        for line in problems:
-            print(line, file=sys.stderr)
-        waiting = {lesson for _, lesson in jobs}
-        idle = [lesson for lesson in lessons or released if lesson not in waiting]
-        if idle:
-            print(f"no submissions for {', '.join(idle)}: skipped")
-        extra = {"timeout": args.timeout} if args.timeout else {}
-        outcomes = pipeline.autograde(
-            course,
-            jobs=jobs,
-            workers=args.workers,
-            sandbox=args.sandbox,
-            engine=args.engine,
-            scheduler=args.scheduler,
-            **extra,
-        )
-        lost = [o for o in outcomes if not (o.recorded and o.graded)]
-        print(
-            f"autograded {len(outcomes) - len(lost)} of {len(outcomes)} submission(s); "
-            f"gradebook: {course.gradebook_name()}"
-        )
-        for o in lost:
-            print(
-                f"grading failed: {o.student}/{o.lesson}: {'; '.join(o.notes)} (re-run: "
-                f"nox -s autograde -- {o.lesson} --student {o.student})",
-                file=sys.stderr,
-            )
-        failed, passed_over = bool(lost), passed_over or bool(problems)
-    if args.command == "feedback" or (args.command == "autograde" and args.feedback):
-        made, skipped = pipeline.feedback(course, lessons)
-        if skipped:
-            print(f"no autograded submissions for {', '.join(skipped)}: no feedback")
-        print(f"feedback: {len(made)} file(s) in {course.feedback}")
-    if args.command == "export" or (args.command == "autograde" and args.export):
-        from .export import export
+def collect(args: argparse.Namespace, course: Course) -> int:
+    return collect_lessons(course, released_lessons(args, course))
 
-        for path in export(course, getattr(args, "to", None)):
-            print(f"exported {path}")
-    if args.command == "report" or (args.command == "autograde" and args.report):
-        from .mistakes import write_report
 
-        for path in write_report(course, getattr(args, "to", None)):
-            print(f"wrote {path}")
-    if failed:
-        return FAILED
-    return SKIPPED if passed_over and getattr(args, "strict", False) else OK
+def collect_lessons(course: Course, lessons: list[str] | None) -> int:
+    from .collect import collect
+
+    found, problems = collect(course, lessons)
+    for line in problems:
+        print(line, file=sys.stderr)
+    for lesson, students in found.items():
+        print(f"collected {lesson}: {len(students)} submission(s)")
+    return 1 if problems else 0
+
+
+def rerun_line(outcome: Outcome) -> str:
+    """A submission autograde could not grade or record, with the command that retries it."""
+    return (
+        f"grading failed: {outcome.student}/{outcome.lesson}: {'; '.join(outcome.notes)} "
+        f"(re-run: nox -s autograde -- {outcome.lesson} --student {outcome.student})"
+    )
+
+
+def autograde(args: argparse.Namespace, course: Course) -> int:
+    from . import autograde as pipeline
+
+    lessons = released_lessons(args, course)
+    status = collect_lessons(course, lessons) if args.collect else 0
+    jobs, problems = pipeline.find_jobs(course, lessons, args.student)
+    course.check_gradebook({lesson for _, lesson in jobs})
+    for line in problems:
+        print(line, file=sys.stderr)
+    waiting = {lesson for _, lesson in jobs}
+    idle = [lesson for lesson in lessons or course.lessons() if lesson not in waiting]
+    if idle:
+        print(f"no submissions for {', '.join(idle)}: skipped")
+    extra = {"timeout": args.timeout} if args.timeout else {}
+    outcomes = pipeline.autograde(
+        course,
+        jobs=jobs,
+        workers=args.workers,
+        sandbox=args.sandbox,
+        engine=args.engine,
+        scheduler=args.scheduler,
+        **extra,
+    )
+    failed = [o for o in outcomes if not (o.recorded and o.graded)]
+    print(
+        f"autograded {len(outcomes) - len(failed)} of {len(outcomes)} submission(s); "
+        f"gradebook: {course.gradebook_name()}"
+    )
+    for outcome in failed:
+        print(rerun_line(outcome), file=sys.stderr)
+    if args.feedback:
+        make_feedback(course, lessons)
+    if args.export:
+        export_grades(course, None)
+    if args.report:
+        write_report(course, None)
+    return 1 if failed or problems or status else 0
+
+
+def feedback(args: argparse.Namespace, course: Course) -> int:
+    make_feedback(course, released_lessons(args, course))
+    return 0
+
+
+def make_feedback(course: Course, lessons: list[str] | None) -> None:
+    from .autograde import feedback
+
+    made, skipped = feedback(course, lessons)
+    if skipped:
+        print(f"no autograded submissions for {', '.join(skipped)}: no feedback")
+    print(f"feedback: {len(made)} file(s) in {course.feedback}")
+
+
+def export(args: argparse.Namespace, course: Course) -> int:
+    released_lessons(args, course)
+    course.check_gradebook(course.lessons())
+    export_grades(course, args.to)
+    return 0
+
+
+def export_grades(course: Course, to: Path | None) -> None:
+    from .export import export
+
+    for path in export(course, to):
+        print(f"exported {path}")
+
+
+def report(args: argparse.Namespace, course: Course) -> int:
+    course.check_gradebook(course.lessons())
+    write_report(course, args.to)
+    return 0
+
+
+def write_report(course: Course, to: Path | None) -> None:
+    from .mistakes import write_report
+
+    for path in write_report(course, to):
+        print(f"wrote {path}")
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {
+    "release": release,
+    "collect": collect,
+    "autograde": autograde,
+    "feedback": feedback,
+    "export": export,
+    "report": report,
+    "grade-submission": grade_submission,
+}
+
+
+def with_console_scripts() -> None:
+    """This process's PATH with its environment's console scripts: nbgrader runs ``alembic``
+    to create a gradebook. Only the command's own process; :func:`main` changes no
+    environment, for callers that run it in theirs."""
+    scripts = os.path.dirname(sys.executable)
+    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
 
 
 if __name__ == "__main__":
+    with_console_scripts()
     sys.exit(main())

@@ -46,9 +46,11 @@ from core.manifest import load_manifest
 from graders.notebook import fingerprint, student_files
 from graders.report import write_json_atomic
 
-from .course import PACKAGE, Course, api
+from .course import PACKAGE, Course
+from .errors import SetupError
 from .gradebook import Graded, Recorder
 from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
+from .nbgrader_api import api
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")  # what nbgrader and file names accept
 
@@ -222,8 +224,6 @@ class Engine:
             try:
                 from distributed import Client, LocalCluster
             except ImportError:
-                from .course import SetupError
-
                 raise SetupError(
                     "Dask distributed is not installed: install the grading extra "
                     "(pip install -e '.[grading]') or grade with --engine threads"
@@ -233,8 +233,6 @@ class Engine:
                 try:
                     self.client = Client(self.scheduler, timeout=30)
                 except (OSError, TimeoutError, ValueError) as error:
-                    from .course import SetupError
-
                     raise SetupError(
                         f"cannot reach the Dask scheduler {self.scheduler} ({one_line(error)}): "
                         "start it (`dask scheduler`) or grade here without --scheduler"
@@ -277,8 +275,9 @@ class Engine:
             }
             done = as_completed(list(futures), with_results=True, raise_errors=False)
             for batch in done.batches():
+                # A failed task's "result" is Dask's (type, exception, traceback) tuple.
                 yield [
-                    (futures[f], None, r) if isinstance(r, BaseException) else (futures[f], r, None)
+                    (futures[f], None, r[1]) if f.status == "error" else (futures[f], r, None)
                     for f, r in batch
                 ]
             return
@@ -313,7 +312,6 @@ def autograde(
 ) -> list[Outcome]:
     """Grade (in parallel, on the engine) and record (in batches, here) the chosen submissions.
     ``grader`` replaces :func:`grade_files` (same signature), for tests and benchmarks."""
-    from .course import check_gradebook
     from .release import course_site
 
     if jobs is None:
@@ -321,7 +319,7 @@ def autograde(
     outcomes = {job: Outcome(*job) for job in jobs}
     if not jobs:
         return []
-    check_gradebook(course, course.lessons(), {lesson for _, lesson in jobs})
+    course.check_gradebook({lesson for _, lesson in jobs})
     grader = grader or grade_files
     with course_lock(course):
         tasks: dict[Any, tuple[Callable, tuple, dict]] = {}

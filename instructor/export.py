@@ -141,11 +141,7 @@ def write_csv(path: Path, columns: list[str], rows: Iterator[dict[str, str]]) ->
     out = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     out.writeheader()
     out.writerows(rows)
-    write_atomic(path, buffer.getvalue())
-
-
-def write_atomic(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
 
 
 def export(course: Course, to: Path | None = None) -> list[Path]:

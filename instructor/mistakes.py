@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.atomic import atomic_write_bytes
 from core.manifest import Check, Lesson, Manifest, load_manifest
 
 from .course import COURSE_ID, Course
-from .export import write_atomic, write_csv
+from .export import write_csv
 from .gradebook import HARNESS_MISTAKES, HISTORY, UNNAMED
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
@@ -316,7 +317,7 @@ def write_report(course: Course, to: Path | None = None) -> list[Path]:
     report = gather(course, manifest)
     folder = Path(to) if to else course.root / "reports"
     paths = [folder / "mistakes.html", folder / "mistakes.csv", folder / "stuck.csv"]
-    write_atomic(paths[0], render_html(report, manifest))
+    atomic_write_bytes(paths[0], render_html(report, manifest).encode("utf-8"))
     write_csv(paths[1], MISTAKE_COLUMNS, iter(mistake_rows(report, manifest)))
     write_csv(
         paths[2],

@@ -62,7 +62,8 @@ from core.manifest import (
     site_url,
 )
 
-from .course import PACKAGE, Course, api, write_config_file
+from .course import PACKAGE, Course
+from .nbgrader_api import api, write_config_file
 
 GRADERS = ROOT / "graders"
 JUPYTER = "jupyterlab>=4,<5"  # to open the lesson notebook

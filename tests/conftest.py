@@ -24,18 +24,13 @@ def _no_personal_jupyter_config(tmp_path_factory):
     os.environ.pop("JUPYTER_CONFIG_PATH", None)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _environment_per_test_file():
-    """Each test file leaves the environment as it found it. The instructor commands set their
-    kernels' environment process-wide (``kernel_environment``: a PYTHONSAFEPATH kernel cannot
-    import from its working directory), and with pytest-xdist another test file may run next in
-    the same process and start kernels of its own. Autouse fixtures are set up before the
-    module's other fixtures and torn down after them, so what those set is undone too; a
-    session fixture that changed the environment during a module would be undone with it."""
-    saved = dict(os.environ)
-    yield
-    os.environ.clear()
-    os.environ.update(saved)
+@pytest.fixture(scope="session", autouse=True)
+def _console_scripts_on_path():
+    """The test environment's console scripts are on PATH, as in an activated environment or
+    a nox session (nbgrader runs ``alembic`` to create a gradebook)."""
+    scripts = os.path.dirname(sys.executable)
+    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
 
 
 @pytest.fixture

@@ -1,0 +1,35 @@
+"""The environment of the kernels that grade notebooks, given to each kernel it starts.
+
+A kernel never imports from the submission folder and finds the instructors' graders:
+``PYTHONSAFEPATH`` keeps the working directory off ``sys.path`` (a student's
+``ipykernel_launcher.py`` or ``graders/`` would otherwise win), and the project root goes first
+on ``PYTHONPATH``. The environment is passed to the kernel when it starts (nbclient's
+``start_kernel(env=...)``); the process that starts it keeps its own ``os.environ`` as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from nbgrader.preprocessors import Execute
+
+from core.manifest import ROOT
+
+
+def kernel_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) as a grading kernel gets it."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONSAFEPATH"] = "1"
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
+    return env
+
+
+class CourseExecute(Execute):
+    """nbgrader's Execute step, starting each kernel with :func:`kernel_environment`."""
+
+    async def async_start_new_kernel(self, **kwargs: Any) -> None:
+        kwargs.setdefault("env", kernel_environment())
+        await super().async_start_new_kernel(**kwargs)

@@ -1,0 +1,138 @@
+"""Every nbgrader option of this course, set on a traitlets config.
+
+Used both by our commands (through :mod:`.nbgrader_api`) and by the generated
+``nbgrader_config.py`` that lets plain ``nbgrader ...`` commands run in the course folder.
+Setting options changes nothing else: the kernels' environment is passed to each kernel
+(:class:`.kernel.CourseExecute`), not put into this process's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli import one_line
+from core.manifest import Manifest, load_manifest
+
+from .course import COURSE_ID, PACKAGE, Course
+from .errors import SetupError
+
+CELL_TIMEOUT = 1800  # seconds; a cell may grade a whole lesson (plain nbgrader autograde)
+
+
+def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = None) -> Any:
+    """Set every nbgrader option of this course on the traitlets config ``c``."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        ClearMetadataPreprocessor,
+        ClearOutput,
+        DeduplicateIds,
+        GetGrades,
+        IgnorePattern,
+        LimitOutput,
+        OverwriteCells,
+        OverwriteKernelspec,
+        SaveAutoGrades,
+    )
+
+    from .collect import SubmissionCollector
+    from .kernel import CourseExecute
+    from .preprocessors import HideHiddenTests, RebuildFromGradebook
+
+    course = root if isinstance(root, Course) else Course.at(root)
+    manifest = manifest or load_manifest()
+    c.CourseDirectory.root = str(course.root)
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.db_url = course.db_url
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "build"]
+    # The student's lesson module is the one file of the assignment that is theirs: every
+    # other file (graders, the rest of the package, the manifest) is restored from source/.
+    c.Autograde.exclude_overwriting = {
+        lesson.slug: [f"{PACKAGE}/{lesson.module}.py"] for lesson in manifest.lessons
+    }
+    c.Autograde.create_student = True
+    c.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        RebuildFromGradebook,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        OverwriteCells,
+        CheckCellMetadata,
+    ]
+    # nbgrader's own list, with the Execute step that gives kernels their environment.
+    c.Autograde.autograde_preprocessors = [
+        CourseExecute,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]
+    c.Execute.timeout = CELL_TIMEOUT
+    c.Execute.extra_arguments = [
+        "--HistoryManager.hist_file=:memory:",
+        "--InteractiveShellApp.ignore_cwd=True",
+        "--IPKernelApp.log_level=ERROR",
+    ]
+    c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    c.ZipCollectApp.collector_plugin = SubmissionCollector
+    c.FileNameCollectorPlugin.valid_ext = [".ipynb", ".py"]
+    c.ExtractorPlugin.zip_ext = [".zip"]
+    return c
+
+
+def nbgrader_config(course: Course | Path | str) -> Any:
+    from traitlets.config import Config
+
+    return configure(Config(), course)
+
+
+def late_penalty_plugin(course: Course) -> Any:
+    """nbgrader's late-submission plugin, configured as nbgrader's own commands would be by the
+    instructor's ``nbgrader_config.py`` (or ``.json``) in Jupyter's config directories
+    (``jupyter --paths``): ``c.LateSubmissionPlugin.penalty_method = "zero"``, or
+    ``c.AssignLatePenalties.plugin_class = "late.SubMarks"`` for a plugin of one's own in
+    ``late.py`` in the course folder, as nbgrader's documentation places it. The course's own
+    settings have none. Autograde asks it for each late submission's penalty."""
+    from jupyter_core.paths import jupyter_config_path
+    from nbgrader.preprocessors import AssignLatePenalties
+    from traitlets.config import Config
+    from traitlets.config.loader import (
+        ConfigFileNotFound,
+        JSONFileConfigLoader,
+        PyFileConfigLoader,
+    )
+
+    config = Config()
+    for directory in reversed(jupyter_config_path()):  # the most important one merges last
+        for loader in (JSONFileConfigLoader, PyFileConfigLoader):
+            name = "nbgrader_config." + ("json" if loader is JSONFileConfigLoader else "py")
+            try:
+                config.merge(loader(name, path=directory).load_config())
+            except ConfigFileNotFound:
+                continue
+            except Exception as error:  # noqa: BLE001 - the instructor's file, any mistake
+                raise SetupError(
+                    f"{Path(directory) / name}: {one_line(error)} "
+                    "(fix or remove that file; nbgrader's own commands read it too)"
+                ) from None
+    added = str(course.root) not in sys.path
+    if added:
+        sys.path.insert(0, str(course.root))
+    try:
+        late = AssignLatePenalties(config=config)
+        late.init_plugin()
+    except Exception as error:  # noqa: BLE001 - a plugin class that cannot be loaded or made
+        raise SetupError(
+            f"the late-submission plugin cannot be loaded: {one_line(error)} (put its "
+            f"module in {course.root} or on PYTHONPATH, or fix c.AssignLatePenalties."
+            "plugin_class in your nbgrader_config.py)"
+        ) from None
+    finally:
+        if added:
+            sys.path.remove(str(course.root))
+    return late.plugin_inst
