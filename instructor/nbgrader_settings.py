@@ -24,18 +24,15 @@ CELL_TIMEOUT = 1800  # seconds; a cell may grade a whole lesson (plain nbgrader 
 def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = None) -> Any:
     """Set every nbgrader option of this course on the traitlets config ``c``."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.converters import Autograde
     from nbgrader.preprocessors import (
-        AssignLatePenalties,
         CheckCellMetadata,
-        ClearMetadataPreprocessor,
         ClearOutput,
         DeduplicateIds,
+        Execute,
         GetGrades,
-        IgnorePattern,
-        LimitOutput,
         OverwriteCells,
         OverwriteKernelspec,
-        SaveAutoGrades,
     )
 
     from .collect import SubmissionCollector
@@ -62,16 +59,9 @@ def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = Non
         OverwriteCells,
         CheckCellMetadata,
     ]
-    # nbgrader's own list, with the Execute step that gives kernels their environment.
-    c.Autograde.autograde_preprocessors = [
-        CourseExecute,
-        IgnorePattern,
-        ClearMetadataPreprocessor,
-        LimitOutput,
-        SaveAutoGrades,
-        AssignLatePenalties,
-        CheckCellMetadata,
-    ]
+    # nbgrader's own steps, with the Execute step that gives kernels their environment.
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [CourseExecute if s is Execute else s for s in steps]
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.extra_arguments = [
         "--HistoryManager.hist_file=:memory:",

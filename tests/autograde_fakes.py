@@ -6,6 +6,7 @@ JSON report would. Importable by Dask's worker processes (they get the test run'
     # FAIL lookup-matches-indexing=off-by-one     fails the check with that mistake
     # FAIL nearest-cosine                         fails it with the check's general hint
     # SLEEP 1.5                                   takes that long (a task still in flight)
+    # RAISE                                       the grading task itself raises
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from typing import Any
 
 MARK = re.compile(r"^#\s*FAIL\s+([\w.-]+)(?:=([\w.-]+))?\s*$", re.M)
 SLEEP = re.compile(r"^#\s*SLEEP\s+([\d.]+)\s*$", re.M)
+RAISE = re.compile(r"^#\s*RAISE\s*$", re.M)
+
+
+class GradingTaskError(RuntimeError):
+    """What a grading task that breaks down raises (the fake's stand-in for any error)."""
 
 
 def marks(fails: dict[str, str | None], sleep: float = 0.0) -> str:
@@ -34,6 +40,8 @@ def fake_grade(
     about = load_manifest().lesson(lesson)
     text = files[f"{about.module}.py"].decode()
     fails = {check: key or None for check, key in MARK.findall(text)}
+    if RAISE.search(text):
+        raise GradingTaskError(f"the grading task for {lesson} broke down")
     sleep = SLEEP.search(text)
     if sleep:
         time.sleep(float(sleep.group(1)))

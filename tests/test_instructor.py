@@ -887,6 +887,42 @@ def fake_class(released_course, tmp_path_factory):
     }
 
 
+@pytest.mark.parametrize("engine", ["dask", "threads"])
+def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_path, engine):
+    """A grading task that raises (not a failed check: the task itself) costs only its own
+    submission, on every engine: it is listed with its re-run command, the others are
+    recorded (Dask hands a failed task's result back as an error tuple, not an exception)."""
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.__main__ import rerun_line
+    from instructor.course import Course
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    _fake_submit(root, "ann", {})
+    broken = _fake_submit(root, "bob", {})
+    module = broken / "exercises" / f"{manifest().lesson(LESSON).module}.py"
+    module.write_text(module.read_text() + "# RAISE\n")
+    outcomes = {
+        o.student: o
+        for o in pipeline.autograde(
+            course, [LESSON], engine=engine, workers=2, grader=fake_grade, progress=False
+        )
+    }
+    assert outcomes["ann"].recorded and outcomes["ann"].graded, outcomes["ann"].notes
+    bob = outcomes["bob"]
+    assert not bob.recorded and not bob.graded
+    line = rerun_line(bob)
+    assert "GradingTaskError" in line and "broke down" in line, line
+    assert line.endswith(f"(re-run: nox -s autograde -- {LESSON} --student bob)")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {"ann"}
+
+
 def test_a_cluster_worker_imports_little_before_its_first_task():
     """A Dask worker unpickles instructor.grading.grade_files before it grades
     anything: that module must not pull in the recording's libraries (nbformat's validator
