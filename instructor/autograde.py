@@ -434,7 +434,8 @@ class _Progress:
 
 
 def feedback(course: Course, lessons: list[str] | None = None) -> tuple[list[str], list[str]]:
-    """nbgrader generate_feedback for every autograded submission, hidden tests stripped.
+    """nbgrader generate_feedback for every autograded submission, hidden tests stripped,
+    each student's folder then holding what is theirs: the HTML and their lesson module.
     Returns the files made and the lessons skipped for want of autograded submissions."""
     made, skipped = [], []
     nbgrader = None
@@ -449,5 +450,20 @@ def feedback(course: Course, lessons: list[str] | None = None) -> tuple[list[str
             raise RuntimeError(
                 f"nbgrader generate_feedback {lesson} failed: {log[-1] if log else 'no log'}"
             )
+        own = f"{PACKAGE}/{load_manifest().lesson(lesson).module}.py"
+        for folder in course.feedback.glob(f"*/{lesson}"):
+            keep_only_theirs(folder, own)
         made += [str(p) for p in sorted(course.feedback.glob(f"*/{lesson}/*.html"))]
     return made, skipped
+
+
+def keep_only_theirs(folder: Path, own: str) -> None:
+    """Take out of a feedback folder what nbgrader copied from the assignment (the released
+    package, the graders): the student gets the HTML and their own lesson module back."""
+    for path in sorted(folder.rglob("*"), reverse=True):  # files before their folders
+        rel = path.relative_to(folder).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            if not any(path.iterdir()):
+                path.rmdir()
+        elif not (rel == own or ("/" not in rel and rel.endswith(".html"))):
+            path.unlink()

@@ -10,7 +10,9 @@ too: their cells carry an opaque grade id in the students' notebook, but this fi
 instructor's), whether it is hidden, its function, the submission's timestamp and status, the
 score and the most it could score, and nbgrader's cell id.
 
-Both are written atomically (a reader sees the old file or the new one).
+Both are written atomically (a reader sees the old file or the new one), by
+:class:`GradesExport`, an nbgrader export plugin: ``nbgrader export`` in the course folder
+(whose generated config names it) writes the same files, ``--to PATH`` naming grades.csv.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from nbgrader.plugins import ExportPlugin
 
 from core.atomic import atomic_write_bytes
 from core.manifest import load_manifest
@@ -144,6 +148,26 @@ def write_csv(path: Path, columns: list[str], rows: Iterator[dict[str, str]]) ->
     atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
 
 
+class GradesExport(ExportPlugin):
+    """nbgrader's export step writing grades.csv (at ``to``, default ./grades.csv) and
+    grades-by-check.csv beside it; ``--student`` and ``--assignment`` keep only those rows."""
+
+    def export(self, gradebook: Any) -> None:
+        grades = Path(self.to or "grades.csv")
+        self.log.info("Exporting grades to %s", grades)
+        write_csv(grades, GRADES, self.chosen(grade_rows(gradebook), "assignment"))
+        by_check = self.chosen(check_rows(gradebook), "lesson")
+        write_csv(grades.with_name("grades-by-check.csv"), BY_CHECK, by_check)
+
+    def chosen(self, rows: Iterator[dict[str, str]], lesson: str) -> Iterator[dict[str, str]]:
+        students, lessons = set(map(str, self.student)), set(map(str, self.assignment))
+        for row in rows:
+            if (not students or row["student_id"] in students) and (
+                not lessons or row[lesson] in lessons
+            ):
+                yield row
+
+
 def export(course: Course, to: Path | None = None) -> list[Path]:
     """Write grades.csv and grades-by-check.csv (in ``to``, default the course folder)."""
     from nbgrader.api import Gradebook
@@ -151,6 +175,5 @@ def export(course: Course, to: Path | None = None) -> list[Path]:
     folder = Path(to) if to else course.root
     paths = [folder / "grades.csv", folder / "grades-by-check.csv"]
     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
-        write_csv(paths[0], GRADES, grade_rows(gb))
-        write_csv(paths[1], BY_CHECK, check_rows(gb))
+        GradesExport(to=str(paths[0])).export(gb)
     return paths

@@ -65,8 +65,9 @@ HISTORY = Table(
     PrimaryKeyConstraint("student", "lesson", "fingerprint", "check_id"),
 )
 # Failures the harness diagnoses whatever the check, by the start of their hint.
+NOT_IMPLEMENTED_KEY = "not-implemented"  # not a mistake: the stub is still there
 HARNESS_MISTAKES = {
-    NOT_IMPLEMENTED.split(":")[0]: "not-implemented",
+    NOT_IMPLEMENTED.split(":")[0]: NOT_IMPLEMENTED_KEY,
     "return plain data": "not-plain-data",
     "the function changed its input": "in-place",
     "the code called sys.exit": "exited",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from core.manifest import Check, Lesson, Manifest, load_manifest
 
 from .course import COURSE_ID, Course
 from .export import write_csv
-from .gradebook import HARNESS_MISTAKES, HISTORY, UNNAMED
+from .gradebook import HARNESS_MISTAKES, HISTORY, NOT_IMPLEMENTED_KEY, UNNAMED
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
 MISTAKE_WORDS = {
@@ -40,12 +40,16 @@ MISTAKE_WORDS = {
 class CheckStats:
     check: Check
     students: int = 0  # with a graded submission of the lesson
-    failed: int = 0
-    mistakes: Counter = field(default_factory=Counter)
+    failed: int = 0  # with a mistake (not counting those who have not implemented it yet)
+    mistakes: dict[str, list[str]] = field(default_factory=dict)  # key -> its students
+    not_implemented: list[str] = field(default_factory=list)
 
     @property
     def share(self) -> float:
         return self.failed / self.students if self.students else 0.0
+
+    def most_common(self) -> list[tuple[str, list[str]]]:
+        return sorted(self.mistakes.items(), key=lambda item: (-len(item[1]), item[0]))
 
 
 @dataclass
@@ -65,6 +69,11 @@ class ClassReport:
     checks: dict[str, list[CheckStats]]  # lesson -> its checks, most failed first
     stuck: list[Stuck]
     site: str
+    # student -> lesson -> (points, max points); a lesson missing: not submitted
+    students: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+
+    def not_submitted(self, lesson: str) -> list[str]:
+        return sorted(s for s, done in self.students.items() if lesson not in done)
 
 
 def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
@@ -78,16 +87,21 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
     scores: dict[str, list[float]] = defaultdict(list)
     max_points: dict[str, float] = {}
     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
-        names = sorted(a.name for a in gb.assignments)
+        names = {a.name for a in gb.assignments}
+        students: dict[str, dict[str, tuple[float, float]]] = {s.id: {} for s in gb.students}
         for assignment in gb.assignments:
             max_points[assignment.name] = float(assignment.max_score)
             for sub in assignment.submissions:
                 scores[assignment.name].append(float(sub.score))
+                students.setdefault(sub.student.id, {})[assignment.name] = (
+                    float(sub.score),
+                    float(assignment.max_score),
+                )
         HISTORY.create(gb.engine, checkfirst=True)
         rows = gb.db.execute(
             select(HISTORY).order_by(HISTORY.c.graded, HISTORY.c.fingerprint)
         ).fetchall()
-    lessons = [manifest.lesson(name) for name in names if _known(manifest, name)]
+    lessons = [lesson for lesson in manifest.lessons if lesson.slug in names]  # course order
     # Each student's submissions of a lesson in the order graded: fingerprint -> check rows.
     history: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
@@ -105,9 +119,11 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
                 if check_id not in stats:
                     continue
                 stats[check_id].students += 1
-                if not row.passed:
+                if row.mistake == NOT_IMPLEMENTED_KEY:
+                    stats[check_id].not_implemented.append(student)
+                elif not row.passed:
                     stats[check_id].failed += 1
-                    stats[check_id].mistakes[row.mistake or UNNAMED] += 1
+                    stats[check_id].mistakes.setdefault(row.mistake or UNNAMED, []).append(student)
                     run = 0
                     for attempt in reversed(attempts):
                         if check_id in attempt and not attempt[check_id].passed:
@@ -117,11 +133,9 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
                     if run >= STUCK_AFTER:
                         stuck.append(Stuck(student, slug, check_id, run, row.mistake))
         checks[lesson.slug] = sorted(stats.values(), key=lambda s: (-s.share, s.check.id))
-    return ClassReport(lessons, dict(scores), max_points, checks, stuck, course_site(course))
-
-
-def _known(manifest: Manifest, slug: str) -> bool:
-    return any(lesson.slug == slug for lesson in manifest.lessons)
+    return ClassReport(
+        lessons, dict(scores), max_points, checks, stuck, course_site(course), students
+    )
 
 
 def mistake_text(check: Check, key: str, manifest: Manifest) -> str:
@@ -215,9 +229,15 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
             out.append("<p>No submissions yet.</p></section>")
             continue
         mean = sum(scores) / len(scores)
+        missing = report.not_submitted(lesson.slug)
         out.append(
             f"<p>{len(scores)} submission(s); mean {mean:.1f} of {most:g} points; "
             f"{sum(s >= most for s in scores)} with full marks.</p>"
+            + (
+                f"<p class='missing'>Not submitted ({len(missing)}): {e(', '.join(missing))}</p>"
+                if missing
+                else ""
+            )
         )
         out.append(
             f"<img alt='points of {e(lesson.slug)}' "
@@ -230,25 +250,29 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
             )
         out.append(
             "<table><tr><th>check</th><th>function</th><th class='n'>failed</th>"
-            "<th>mistakes, most common first</th></tr>"
+            "<th>mistakes, most common first, with who made them</th>"
+            "<th>not implemented yet</th></tr>"
         )
         for s in stats:
             if not s.students:
                 continue
             link = report.site + s.check.url if report.site else s.check.link
             items = "".join(
-                f"<li>{n} &times; <strong>{e(key)}</strong>: "
+                f"<li>{len(who)} &times; <strong>{e(key)}</strong>: "
                 f"{e(mistake_text(s.check, key, manifest))} "
-                f"(<a href='{e(link)}'>read</a>)</li>"
-                for key, n in s.mistakes.most_common()
+                f"(<a href='{e(link)}'>read</a>)<br><span class='who'>{e(', '.join(who))}"
+                "</span></li>"
+                for key, who in s.most_common()
             )
             out.append(
                 f"<tr><td>{e(s.check.id)}{' (hidden)' if s.check.hidden else ''}</td>"
                 f"<td>{e(s.check.function)}</td>"
                 f"<td class='n'>{s.failed} of {s.students} ({100 * s.share:.0f}%)</td>"
-                f"<td><ul>{items}</ul></td></tr>"
+                f"<td><ul>{items}</ul></td>"
+                f"<td class='who'>{e(', '.join(s.not_implemented))}</td></tr>"
             )
         out.append("</table></section>")
+    out += student_table(report)
     out.append("<section id='stuck'><h2>Students who are stuck</h2>")
     if report.stuck:
         out.append(
@@ -268,6 +292,28 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
     return "\n".join(out)
 
 
+def student_table(report: ClassReport) -> list[str]:
+    """A row per student, a column per lesson (course order): points, or not submitted."""
+    if not report.students:
+        return []
+    e = html.escape
+    out = [
+        "<section id='students'><h2>Students</h2><table><tr><th>student</th>",
+        *(f"<th class='n'>{e(lesson.slug)}</th>" for lesson in report.lessons),
+        "</tr>",
+    ]
+    for student, done in sorted(report.students.items()):
+        cells = [
+            f"<td class='n'>{done[lesson.slug][0]:g} of {done[lesson.slug][1]:g}</td>"
+            if lesson.slug in done
+            else "<td class='n missing'>not submitted</td>"
+            for lesson in report.lessons
+        ]
+        out.append(f"<tr><td>{e(student)}</td>{''.join(cells)}</tr>")
+    out.append("</table></section>")
+    return out
+
+
 def mistake_rows(report: ClassReport, manifest: Manifest) -> list[dict[str, str]]:
     rows = []
     for lesson in report.lessons:
@@ -281,14 +327,16 @@ def mistake_rows(report: ClassReport, manifest: Manifest) -> list[dict[str, str]
                 "students": str(s.students),
                 "failed": str(s.failed),
                 "failed_share": f"{s.share:.3f}",
+                "not_implemented": " ".join(s.not_implemented),
                 "link": link,
             }
-            for key, n in s.mistakes.most_common() or [("", 0)]:
+            for key, who in s.most_common() or [("", [])]:
                 rows.append(
                     {
                         **base,
                         "mistake": key,
-                        "count": str(n),
+                        "count": str(len(who)),
+                        "who": " ".join(who),
                         "hint": mistake_text(s.check, key, manifest) if key else "",
                     }
                 )
@@ -303,8 +351,10 @@ MISTAKE_COLUMNS = [
     "students",
     "failed",
     "failed_share",
+    "not_implemented",
     "mistake",
     "count",
+    "who",
     "hint",
     "link",
 ]

@@ -36,6 +36,7 @@ def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = Non
     )
 
     from .collect import SubmissionCollector
+    from .export import GradesExport
     from .kernel import CourseExecute
     from .preprocessors import HideHiddenTests, RebuildFromGradebook
 
@@ -70,6 +71,7 @@ def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = Non
     ]
     c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
     c.ZipCollectApp.collector_plugin = SubmissionCollector
+    c.ExportApp.plugin_class = GradesExport
     c.FileNameCollectorPlugin.valid_ext = [".ipynb", ".py"]
     c.ExtractorPlugin.zip_ext = [".zip"]
     return c

@@ -753,6 +753,12 @@ def test_feedback_has_no_hidden_grader_text(graded_class):
     students = {p.relative_to(feedback).parts[0] for p in files}
     assert students == set(graded_class["expected"])
     secrets = _hidden_texts(graded_class["lesson"]) + ["BEGIN HIDDEN TESTS"]
+    # What a student needs and nothing else: the HTML and their own lesson module.
+    module = manifest().lesson(graded_class["lesson"]).module
+    for student in students:
+        theirs = feedback / student / graded_class["lesson"]
+        names = {p.relative_to(theirs).as_posix() for p in theirs.rglob("*") if p.is_file()}
+        assert names == {f"{graded_class['lesson']}.html", f"exercises/{module}.py"}, names
     for path, text in files.items():
         for secret in secrets:
             assert secret not in text, f"hidden grader text in {path}: {secret!r}"
@@ -1088,6 +1094,18 @@ def test_instructor_commands_handle_lessons_without_submissions(fake_class):
     bob = next(r for r in graded if r["student_id"] == "bob" and r["check"] == hidden)
     assert bob["hidden"] == "yes" and bob["score"] == "0"
     assert all(r["score"] == "" for r in by_check if r["lesson"] in others)
+    # nbgrader's own export, in the course folder, is the same export plugin.
+    theirs = course / "nbgrader-export"
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "export", "--to", str(theirs / "grades.csv")],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for name in ("grades.csv", "grades-by-check.csv"):
+        assert (theirs / name).read_text() == (course / name).read_text(), name
 
 
 def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
