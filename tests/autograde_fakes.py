@@ -5,6 +5,7 @@ JSON report would. Importable by Dask's worker processes (they get the test run'
 
     # FAIL lookup-matches-indexing=off-by-one     fails the check with that mistake
     # FAIL nearest-cosine                         fails it with the check's general hint
+    # FAIL nearest-cosine=not-implemented         fails it as a stub still in place
     # SLEEP 1.5                                   takes that long (a task still in flight)
     # RAISE                                       the grading task itself raises
 """
@@ -45,12 +46,17 @@ def fake_grade(
     sleep = SLEEP.search(text)
     if sleep:
         time.sleep(float(sleep.group(1)))
+    from graders.hints import NOT_IMPLEMENTED
+
     rows = []
     for check in about.checks:
         passed = check.id not in fails
-        hint = (
-            None if passed else check.mistake_hint(fails[check.id], about.mistakes(check.function))
-        )
+        if passed:
+            hint = None
+        elif fails[check.id] == "not-implemented":
+            hint = NOT_IMPLEMENTED
+        else:
+            hint = check.mistake_hint(fails[check.id], about.mistakes(check.function))
         rows.append(
             {
                 "id": check.id,

@@ -869,7 +869,7 @@ def fake_class(released_course, tmp_path_factory):
     _fake_submit(root, "ann", {})
     _fake_submit(root, "bob", {lookup: STUDENT_MISTAKE, hidden.id: None})
     _fake_submit(root, "cy", {lookup: STUDENT_MISTAKE})
-    _fake_submit(root, "dee", {lookup: None})
+    _fake_submit(root, "dee", {lookup: None, "nearest-cosine": "not-implemented"})
     _fake_submit(root, "odd id!", {})
     _fake_submit(root, "ann", {}, lesson=LESSON).rename(root / "submitted" / "ann" / "no-such")
     _fake_submit(root, "ann", {})
@@ -1051,7 +1051,7 @@ def test_autograde_records_every_submission_and_skips_what_it_cannot_grade(fake_
         "ann": full,
         "bob": full - points[lookup] - points[hidden],
         "cy": full - points[lookup] - points["nearest-cosine"],
-        "dee": full - points[lookup],
+        "dee": full - points[lookup] - points["nearest-cosine"],
     }
     # The autograded notebook is the released one, with the report's output in its cells.
     nb = nbformat.read(course.autograded / "cy" / LESSON / f"{LESSON}.ipynb", as_version=4)
@@ -1120,6 +1120,11 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
     # Latest submissions: bob and cy made the named mistake, dee failed without one.
     assert [r["mistake"] for r in lookup] == [STUDENT_MISTAKE, "unnamed"]
     assert [r["count"] for r in lookup] == ["2", "1"]
+    assert [r["who"] for r in lookup] == ["bob cy", "dee"]  # who made each mistake
+    # A stub still in place is not a mistake: listed apart, not counted as failed.
+    cosine = [r for r in rows if r["check"] == "nearest-cosine"]
+    assert [(r["mistake"], r["who"]) for r in cosine] == [("unnamed", "cy")]
+    assert cosine[0]["failed"] == "1" and cosine[0]["not_implemented"] == "dee"
     assert lookup[0]["failed"] == "3" and lookup[0]["students"] == "4"
     assert "chapters/02-embeddings/#" in lookup[0]["link"]
     check = next(c for c in manifest().lesson(LESSON).checks if c.id == fake_class["lookup"])
@@ -1130,6 +1135,16 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
     ]
     html = (course / "reports" / "mistakes.html").read_text()
     assert "For instructors only" in html
+    # Lessons in course order; a row per student; who did not submit a lesson is said.
+    order = [lesson.slug for lesson in manifest().lessons]
+    shown = [slug for slug in order if f"<section id='{slug}'>" in html]
+    assert LESSON in shown and len(shown) > 1
+    assert [html.index(f"<section id='{slug}'>") for slug in shown] == sorted(
+        html.index(f"<section id='{slug}'>") for slug in shown
+    )
+    students = html[html.index("<section id='students'>") :]
+    assert all(f"<td>{s}</td>" in students for s in ("ann", "bob", "cy", "dee"))
+    assert "not submitted" in students
     assert not (course / "feedback").exists() or "For instructors only" not in "".join(
         p.read_text() for p in (course / "feedback").rglob("*.html")
     )
