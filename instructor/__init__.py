@@ -7,6 +7,7 @@
     python -m instructor feedback [LESSON ...]    # feedback/ HTML, hidden tests stripped
     python -m instructor export                   # grades.csv, grades-by-check.csv
     python -m instructor report                   # reports/mistakes.html and .csv
+    python -m instructor gradescope LESSON ...    # gradescope/LESSON.zip, an autograder
 
 (``nox -s release``, ``nox -s autograde``, ...). The course directory is build/nbgrader/ unless
 ``--course DIR`` says otherwise, a standard nbgrader course directory, so nbgrader's own

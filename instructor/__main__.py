@@ -114,6 +114,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "report", parents=[common], help="what the class gets wrong: mistakes.html and .csv"
     )
     report.add_argument("--to", type=Path, default=None, help="folder (default: the course)")
+    gradescope = commands.add_parser(
+        "gradescope", parents=[common], help="a released lesson as a Gradescope autograder zip"
+    )
+    gradescope.add_argument("lessons", nargs="+", metavar="LESSON")
+    gradescope.add_argument(
+        "--to", type=Path, default=None, help="folder (default: COURSE/gradescope)"
+    )
     one = commands.add_parser("grade-submission", parents=[common], help=argparse.SUPPRESS)
     one.add_argument("--student", required=True)
     one.add_argument("--lesson", required=True)
@@ -287,6 +294,17 @@ def write_report(course: Course, to: Path | None) -> None:
         print(f"wrote {path}")
 
 
+def gradescope(args: argparse.Namespace, course: Course) -> int:
+    from .gradescope import build
+
+    for lesson in released_lessons(args, course) or []:
+        print(
+            f"wrote {build(course, lesson, args.to)} (instructors only: it holds the hidden "
+            "graders)"
+        )
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {
     "release": release,
     "collect": collect,
@@ -294,6 +312,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {
     "feedback": feedback,
     "export": export,
     "report": report,
+    "gradescope": gradescope,
     "grade-submission": grade_submission,
 }
 

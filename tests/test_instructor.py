@@ -1395,3 +1395,109 @@ def test_cluster_autograde_on_postgresql_matches_one_process(
         assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {
             f"s{i}" for i in range(6)
         }
+
+
+def _gradescope_root(zip_path: Path, root: Path) -> Path:
+    """An autograder zip laid out as Gradescope lays it out, under ``root`` instead of /."""
+    autograder = root / "autograder"
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(autograder / "source")
+    for name in ("run_autograder", "setup.sh"):
+        (autograder / "source" / name).chmod(0o755)
+    shutil.copy(autograder / "source" / "run_autograder", autograder / "run_autograder")
+    (autograder / "submission").mkdir()
+    return autograder
+
+
+def _run_autograder(autograder: Path) -> dict:
+    env = dict(os.environ, AUTOGRADER_ROOT=str(autograder), PYTHON=sys.executable)
+    done = subprocess.run(
+        ["bash", str(autograder / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads((autograder / "results" / "results.json").read_text())
+
+
+def test_gradescope_autograder_grades_an_upload_as_gradescope_runs_it(released_course, tmp_path):
+    """The zip, unpacked as Gradescope does (source/, submission/, results/ under a temp root
+    instead of /autograder): the reference module uploaded alone scores every check, each a
+    test with its points; hidden checks show only after publication; an upload without the
+    module gets 0 and what to do."""
+    from instructor.__main__ import main
+
+    lesson = manifest().lesson(LESSON)
+    assert (
+        main(["--course", str(released_course), "gradescope", LESSON, "--to", str(tmp_path)]) == 0
+    )
+    zip_path = tmp_path / f"{LESSON}.zip"
+    with zipfile.ZipFile(zip_path) as archive:
+        names = set(archive.namelist())
+    assert {"run_autograder", "setup.sh", "gradescope_run.py", "course/lessons.toml"} <= names
+    assert f"exercises/{lesson.module}.py" in names and f"graders/hidden/test_{LESSON}.py" in names
+    assert not any(name.startswith("solutions/") for name in names)
+
+    autograder = _gradescope_root(zip_path, tmp_path / "good")
+    shutil.copy(ROOT / "solutions" / f"{lesson.module}.py", autograder / "submission")
+    results = _run_autograder(autograder)
+    released = _released_points(released_course)
+    tests = {t["name"].split(" ")[0]: t for t in results["tests"]}
+    assert set(tests) == {c.id for c in lesson.checks}
+    assert all(t["score"] == t["max_score"] > 0 for t in tests.values()), results
+    for check in lesson.checks:
+        visibility = tests[check.id]["visibility"]
+        assert visibility == ("after_published" if check.hidden else "visible"), check.id
+        assert "Read: " in tests[check.id]["output"]
+    assert sum(t["max_score"] for t in tests.values()) >= sum(released.values())
+
+    empty = _gradescope_root(zip_path, tmp_path / "empty")
+    (empty / "submission" / "notes.txt").write_text("forgot the file\n")
+    results = _run_autograder(empty)
+    assert results["score"] == 0 and f"no {lesson.module}.py in the submission" in results["output"]
+
+
+def test_gradescope_results_carry_the_hint_and_link_of_a_failed_check():
+    from instructor.gradescope_run import results
+
+    report = {
+        "lessons": [
+            {
+                "checks": [
+                    {
+                        "id": "a",
+                        "function": "f",
+                        "points": 0,
+                        "max_points": 2,
+                        "passed": False,
+                        "hint": "off by one",
+                        "url": "https://course/ch/#f",
+                        "hidden": False,
+                    },
+                    {
+                        "id": "b",
+                        "function": "f",
+                        "points": 1,
+                        "max_points": 1,
+                        "passed": True,
+                        "hint": None,
+                        "link": "chapters/x.md#f",
+                        "hidden": True,
+                    },
+                ]
+            }
+        ]
+    }
+    tests = results(report)["tests"]
+    assert tests[0] == {
+        "name": "a (f)",
+        "score": 0,
+        "max_score": 2,
+        "output": "off by one\nRead: https://course/ch/#f",
+        "visibility": "visible",
+    }
+    assert tests[1]["visibility"] == "after_published" and tests[1]["output"] == (
+        "Read: chapters/x.md#f"
+    )

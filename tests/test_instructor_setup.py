@@ -103,6 +103,7 @@ def test_the_command_runs_one_function_per_command():
         "feedback",
         "export",
         "report",
+        "gradescope",
         "grade-submission",
     }
     assert all(callable(f) for f in cli.COMMANDS.values())
