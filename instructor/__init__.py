@@ -8,6 +8,7 @@
     python -m instructor export                   # grades.csv, grades-by-check.csv
     python -m instructor report                   # reports/mistakes.html and .csv
     python -m instructor gradescope LESSON ...    # gradescope/LESSON.zip, an autograder
+    python -m instructor similarity LESSON ...    # reports/similarity-LESSON.html
 
 (``nox -s release``, ``nox -s autograde``, ...). The course directory is build/nbgrader/ unless
 ``--course DIR`` says otherwise, a standard nbgrader course directory, so nbgrader's own
@@ -21,6 +22,8 @@ Modules: ``course`` (the course folder's layout), ``gradebook_url`` (which grade
 (notebooks from the manifest), ``preprocessors`` (notebook rebuilt from the gradebook; hidden
 tests out of feedback), ``collect`` (zips into submitted/), ``grading`` (one grading run, on a
 worker), ``autograde`` (grading on a Dask cluster, feedback), ``gradebook`` (batched recording
-and the per-check history), ``export`` (the CSV files) and ``mistakes`` (the class report).
+and the per-check history), ``export`` (the CSV files, an nbgrader export plugin),
+``mistakes`` (the class report), ``gradescope`` and ``gradescope_run`` (the Gradescope
+autograder) and ``similarity`` (similar submissions).
 The sandbox is graders/sandbox.py.
 """

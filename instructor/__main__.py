@@ -121,6 +121,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     gradescope.add_argument(
         "--to", type=Path, default=None, help="folder (default: COURSE/gradescope)"
     )
+    similar = commands.add_parser(
+        "similarity", parents=[common], help="similar submissions of a lesson (HTML, staff only)"
+    )
+    similar.add_argument("lessons", nargs="+", metavar="LESSON")
+    similar.add_argument("--to", type=Path, default=None, help="folder (default: COURSE/reports)")
     one = commands.add_parser("grade-submission", parents=[common], help=argparse.SUPPRESS)
     one.add_argument("--student", required=True)
     one.add_argument("--lesson", required=True)
@@ -305,6 +310,17 @@ def gradescope(args: argparse.Namespace, course: Course) -> int:
     return 0
 
 
+def similarity(args: argparse.Namespace, course: Course) -> int:
+    from .similarity import compare
+
+    for lesson in released_lessons(args, course) or []:
+        path, pairs = compare(course, lesson, args.to)
+        for pair in pairs[:5]:
+            print(f"{lesson}: {pair.first} and {pair.second} share {pair.share:.0%} of their code")
+        print(f"wrote {path} (instructors only: it names students)")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {
     "release": release,
     "collect": collect,
@@ -313,6 +329,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {
     "export": export,
     "report": report,
     "gradescope": gradescope,
+    "similarity": similarity,
     "grade-submission": grade_submission,
 }
 

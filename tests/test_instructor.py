@@ -1094,7 +1094,8 @@ def test_instructor_commands_handle_lessons_without_submissions(fake_class):
     bob = next(r for r in graded if r["student_id"] == "bob" and r["check"] == hidden)
     assert bob["hidden"] == "yes" and bob["score"] == "0"
     assert all(r["score"] == "" for r in by_check if r["lesson"] in others)
-    # nbgrader's own export, in the course folder, is the same export plugin.
+    # nbgrader's own export, in the course folder (a copy of the released one: the config
+    # file follows its folder), is the same export plugin.
     theirs = course / "nbgrader-export"
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", "export", "--to", str(theirs / "grades.csv")],
@@ -1501,3 +1502,44 @@ def test_gradescope_results_carry_the_hint_and_link_of_a_failed_check():
     assert tests[1]["visibility"] == "after_published" and tests[1]["output"] == (
         "Read: chapters/x.md#f"
     )
+
+
+def test_release_autograde_report_and_export_on_postgresql(postgres, tmp_path, monkeypatch):
+    """The gradebook's URL is given once, to release: autograde, report and export then use
+    it without being told, none of them prints its password, and a command pointed at a
+    gradebook without the course's lessons says how to switch."""
+    import csv
+
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.gradebook_url import GRADEBOOK_ENV
+
+    monkeypatch.delenv(GRADEBOOK_ENV, raising=False)
+    url = postgres().replace("//postgres@", "//postgres:s3cret@")  # trust auth: never checked
+    course = tmp_path / "course"
+    said = []
+    done = instructor(course, "release", LESSON, "--gradebook", url)
+    said.append(done.stdout + done.stderr)
+    assert done.returncode == 0, said[-1][-3000:]
+    _fake_submit(course, "ann", {})
+    _fake_submit(course, "bob", {"lookup-matches-indexing": STUDENT_MISTAKE})
+    outcomes = pipeline.autograde(
+        Course.at(course), [LESSON], engine="threads", grader=fake_grade, progress=False
+    )
+    assert [o.recorded for o in outcomes] == [True, True], [o.notes for o in outcomes]
+    for command in ("report", "export"):
+        done = instructor(course, command, timeout=300)
+        said.append(done.stdout + done.stderr)
+        assert done.returncode == 0, said[-1][-3000:]
+    assert not (course / "gradebook.db").exists()  # nothing fell back to SQLite
+    rows = [r for r in csv.DictReader((course / "grades.csv").open()) if r["assignment"] == LESSON]
+    assert {r["student_id"]: r["status"] for r in rows} == {"ann": "graded", "bob": "graded"}
+    report = (course / "reports" / "mistakes.csv").read_text()
+    assert STUDENT_MISTAKE in report and "bob" in report
+    done = instructor(course, "report", "--gradebook", f"sqlite:///{tmp_path / 'new.db'}")
+    said.append(done.stdout + done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "release into it" in lines[0], lines
+    assert not any("s3cret" in text for text in said)
