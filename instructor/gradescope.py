@@ -69,12 +69,14 @@ def build(course: Course, lesson: str, to: Path | None = None) -> Path:
     files["requirements.txt"] = requirements().encode()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, script in (("run_autograder", RUN_AUTOGRADER), ("setup.sh", SETUP)):
+        scripts = {"run_autograder": RUN_AUTOGRADER.encode(), "setup.sh": SETUP.encode()}
+        for name, data in [*scripts.items(), *sorted(files.items())]:
             info = zipfile.ZipInfo(name)
-            info.external_attr = 0o755 << 16  # executable, as Gradescope runs them
-            archive.writestr(info, script)
-        for name, data in sorted(files.items()):
-            archive.writestr(name, data)
+            # Readable by all: the sandboxed worker reads gpt/ as an unprivileged user. The
+            # scripts are executable, as Gradescope runs them.
+            info.external_attr = (0o755 if name in scripts else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
     path = Path(to or course.root / "gradescope") / f"{lesson}.zip"
     atomic_write_bytes(path, buffer.getvalue())
     return path

@@ -1399,19 +1399,22 @@ def test_cluster_autograde_on_postgresql_matches_one_process(
 
 
 def _gradescope_root(zip_path: Path, root: Path) -> Path:
-    """An autograder zip laid out as Gradescope lays it out, under ``root`` instead of /."""
+    """An autograder zip laid out as Gradescope lays it out, under ``root`` instead of /
+    (a folder everyone may enter, as /autograder is: the sandbox's unprivileged user reads it)."""
     autograder = root / "autograder"
     with zipfile.ZipFile(zip_path) as archive:
         archive.extractall(autograder / "source")
-    for name in ("run_autograder", "setup.sh"):
-        (autograder / "source" / name).chmod(0o755)
+        for info in archive.infolist():
+            (autograder / "source" / info.filename).chmod(info.external_attr >> 16)
     shutil.copy(autograder / "source" / "run_autograder", autograder / "run_autograder")
     (autograder / "submission").mkdir()
     return autograder
 
 
 def _run_autograder(autograder: Path) -> dict:
-    env = dict(os.environ, AUTOGRADER_ROOT=str(autograder), PYTHON=sys.executable)
+    # The environment's own path, which the sandbox mounts (a symlink to it may not be there).
+    python = os.path.join(os.path.realpath(sys.prefix), "bin", "python")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(autograder), PYTHON=python)
     done = subprocess.run(
         ["bash", str(autograder / "run_autograder")],
         env=env,
@@ -1423,7 +1426,20 @@ def _run_autograder(autograder: Path) -> dict:
     return json.loads((autograder / "results" / "results.json").read_text())
 
 
-def test_gradescope_autograder_grades_an_upload_as_gradescope_runs_it(released_course, tmp_path):
+@pytest.fixture
+def open_folder():
+    """A fresh folder outside pytest's private (0700) temporary tree, removed after."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="course-gradescope-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_gradescope_autograder_grades_an_upload_as_gradescope_runs_it(
+    released_course, tmp_path, open_folder
+):
     """The zip, unpacked as Gradescope does (source/, submission/, results/ under a temp root
     instead of /autograder): the reference module uploaded alone scores every check, each a
     test with its points; hidden checks show only after publication; an upload without the
@@ -1441,7 +1457,7 @@ def test_gradescope_autograder_grades_an_upload_as_gradescope_runs_it(released_c
     assert f"exercises/{lesson.module}.py" in names and f"graders/hidden/test_{LESSON}.py" in names
     assert not any(name.startswith("solutions/") for name in names)
 
-    autograder = _gradescope_root(zip_path, tmp_path / "good")
+    autograder = _gradescope_root(zip_path, open_folder / "good")
     shutil.copy(ROOT / "solutions" / f"{lesson.module}.py", autograder / "submission")
     results = _run_autograder(autograder)
     released = _released_points(released_course)
@@ -1454,7 +1470,7 @@ def test_gradescope_autograder_grades_an_upload_as_gradescope_runs_it(released_c
         assert "Read: " in tests[check.id]["output"]
     assert sum(t["max_score"] for t in tests.values()) >= sum(released.values())
 
-    empty = _gradescope_root(zip_path, tmp_path / "empty")
+    empty = _gradescope_root(zip_path, open_folder / "empty")
     (empty / "submission" / "notes.txt").write_text("forgot the file\n")
     results = _run_autograder(empty)
     assert results["score"] == 0 and f"no {lesson.module}.py in the submission" in results["output"]
