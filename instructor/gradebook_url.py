@@ -103,7 +103,7 @@ def check_gradebook(
     if missing:
         raise GradebookError(
             f"lesson {missing[0]!r} is not in the gradebook {shown(url)}: to switch to this "
-            f"gradebook, release into it (nox -s release -- --gradebook URL; later commands "
+            f"gradebook, release into it (${GRADEBOOK_ENV}=URL nox -s release; later commands "
             "then use it) or copy the old gradebook's data into it; else leave --gradebook "
             f"and ${GRADEBOOK_ENV} unset to use the course's"
         )
