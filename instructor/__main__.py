@@ -1,4 +1,16 @@
-"""``python -m instructor``: release, collect, autograde, feedback, export, report."""
+"""``python -m instructor``: release, collect, autograde, feedback, export, report, gradescope,
+similarity; one function per command (:data:`COMMANDS`).
+
+Exit status, the same for every command:
+
+- 0 (``OK``): it ran. Submissions that could not be graded (an unreadable zip, a student id with
+  other characters, a lesson that is not released) were skipped, each named in one line.
+- 1 (``FAILED``): a grading run failed on its own, not by the student's doing; each is listed
+  with the command that re-runs it.
+- 2 (``USAGE``): it did not run: a bad option, an unknown or unreleased lesson, a gradebook of
+  another course; one line says which.
+- 3 (``SKIPPED``): with ``--strict``, what 0 is when a submission was skipped.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.cli import Parser
+from core.cli import Parser, no_fork_here
 
 if TYPE_CHECKING:
     from .autograde import Outcome
     from .course import Course
+
+
+OK, FAILED, USAGE, SKIPPED = 0, 1, 2, 3
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -59,10 +74,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "collect", parents=[common], help="zips in downloaded/LESSON/archive -> submitted/"
     )
     collect.add_argument("lessons", nargs="*", metavar="LESSON")
+    strict = "exit with status 3 when a submission was skipped (0 otherwise)"
+    collect.add_argument("--strict", action="store_true", help=strict)
     auto = commands.add_parser(
         "autograde", parents=[common], help="collect, grade, record, feedback and export"
     )
     auto.add_argument("lessons", nargs="*", metavar="LESSON")
+    auto.add_argument("--strict", action="store_true", help=strict)
     auto.add_argument(
         "--student", action="append", default=None, metavar="ID", help="only this student"
     )
@@ -137,6 +155,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    unsupported = no_fork_here(f"python -m instructor {args.command}")
+    if unsupported and args.command in ("release", "autograde", "grade-submission"):
+        print(unsupported, file=sys.stderr)  # a release grades the reference to record answers
+        return USAGE
     from .course import Course
     from .errors import SetupError
 
@@ -145,12 +167,21 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args, course)
     except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return USAGE
 
 
 def release(args: argparse.Namespace, course: Course) -> int:
+    from core.manifest import load_manifest
+
+    from .errors import SetupError
     from .release import course_site, is_local, release
 
+    manifest = load_manifest()
+    for name in args.lessons:
+        try:
+            manifest.lesson(name)
+        except KeyError as unknown:
+            raise SetupError(unknown.args[0]) from None
     built = release(course, args.lessons or None, site=args.site_url)
     for slug in built:
         print(f"released {slug}: {course.release / slug}")
@@ -162,7 +193,7 @@ def release(args: argparse.Namespace, course: Course) -> int:
             "can open; publish the site and release with --site-url URL "
             "(or COURSE_SITE_URL)"
         )
-    return 0
+    return OK
 
 
 def grade_submission(args: argparse.Namespace, course: Course) -> int:
@@ -176,7 +207,7 @@ def grade_submission(args: argparse.Namespace, course: Course) -> int:
         results=args.results,
         sandbox=args.sandbox,
     )
-    return 0
+    return OK
 
 
 def released_lessons(args: argparse.Namespace, course: Course) -> list[str] | None:
@@ -197,10 +228,12 @@ def released_lessons(args: argparse.Namespace, course: Course) -> list[str] | No
 
 
 def collect(args: argparse.Namespace, course: Course) -> int:
-    return collect_lessons(course, released_lessons(args, course))
+    passed_over = collect_lessons(course, released_lessons(args, course))
+    return SKIPPED if passed_over and args.strict else OK
 
 
-def collect_lessons(course: Course, lessons: list[str] | None) -> int:
+def collect_lessons(course: Course, lessons: list[str] | None) -> bool:
+    """Collect, saying what was found; whether a zip was skipped."""
     from .collect import collect
 
     found, problems = collect(course, lessons)
@@ -208,7 +241,7 @@ def collect_lessons(course: Course, lessons: list[str] | None) -> int:
         print(line, file=sys.stderr)
     for lesson, students in found.items():
         print(f"collected {lesson}: {len(students)} submission(s)")
-    return 1 if problems else 0
+    return bool(problems)
 
 
 def rerun_line(outcome: Outcome) -> str:
@@ -223,7 +256,7 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
     from . import autograde as pipeline
 
     lessons = released_lessons(args, course)
-    status = collect_lessons(course, lessons) if args.collect else 0
+    passed_over = collect_lessons(course, lessons) if args.collect else False
     jobs, problems = pipeline.find_jobs(course, lessons, args.student)
     course.check_gradebook({lesson for _, lesson in jobs})
     for line in problems:
@@ -255,12 +288,14 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
         export_grades(course, None)
     if args.report:
         write_report(course, None)
-    return 1 if failed or problems or status else 0
+    if failed:
+        return FAILED
+    return SKIPPED if (passed_over or problems) and args.strict else OK
 
 
 def feedback(args: argparse.Namespace, course: Course) -> int:
     make_feedback(course, released_lessons(args, course))
-    return 0
+    return OK
 
 
 def make_feedback(course: Course, lessons: list[str] | None) -> None:
@@ -276,7 +311,7 @@ def export(args: argparse.Namespace, course: Course) -> int:
     released_lessons(args, course)
     course.check_gradebook(course.lessons())
     export_grades(course, args.to)
-    return 0
+    return OK
 
 
 def export_grades(course: Course, to: Path | None) -> None:
@@ -289,7 +324,7 @@ def export_grades(course: Course, to: Path | None) -> None:
 def report(args: argparse.Namespace, course: Course) -> int:
     course.check_gradebook(course.lessons())
     write_report(course, args.to)
-    return 0
+    return OK
 
 
 def write_report(course: Course, to: Path | None) -> None:
@@ -307,7 +342,7 @@ def gradescope(args: argparse.Namespace, course: Course) -> int:
             f"wrote {build(course, lesson, args.to)} (instructors only: it holds the hidden "
             "graders)"
         )
-    return 0
+    return OK
 
 
 def similarity(args: argparse.Namespace, course: Course) -> int:
@@ -318,7 +353,7 @@ def similarity(args: argparse.Namespace, course: Course) -> int:
         for pair in pairs[:5]:
             print(f"{lesson}: {pair.first} and {pair.second} share {pair.share:.0%} of their code")
         print(f"wrote {path} (instructors only: it names students)")
-    return 0
+    return OK
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {

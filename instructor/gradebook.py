@@ -131,7 +131,7 @@ class Recorder:
     def __init__(self, course: Course, site: str = "", manifest: Manifest | None = None) -> None:
         from nbgrader.api import Gradebook
 
-        from .nbgrader_settings import late_penalty_plugin
+        from .late_penalty import late_penalty_plugin
 
         self.course = course
         self.site = site

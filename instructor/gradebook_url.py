@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO
 
-from core.atomic import atomic_write_bytes
+from core.atomic import atomic_write
 
 from .errors import SetupError
 
@@ -54,7 +55,12 @@ def remember(root: Path, url: str) -> None:
     if url == default_url(root):
         path.unlink(missing_ok=True)
     else:
-        atomic_write_bytes(path, url.encode() + b"\n")
+
+        def owner_only(f: IO[bytes]) -> None:
+            os.fchmod(f.fileno(), 0o600)  # before the URL is in it
+            f.write(url.encode() + b"\n")
+
+        atomic_write(path, owner_only)
 
 
 def shown(url: str) -> str:
