@@ -257,7 +257,24 @@ def exercises(session: nox.Session) -> None:
 
 
 def _instructor(session: nox.Session, command: str) -> None:
-    run(session, "dev", "-m", "instructor", command, *session.posargs)
+    args, env = gradebook_in_environment(list(session.posargs))
+    run(session, "dev", "-m", "instructor", command, *args, env=env)
+
+
+def gradebook_in_environment(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``--gradebook URL`` moved from the arguments into COURSE_GRADEBOOK_URL: nox prints
+    every command line it runs, and a PostgreSQL URL carries its password."""
+    env: dict[str, str] = {}
+    out: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--gradebook":
+            env["COURSE_GRADEBOOK_URL"] = next(rest, "")
+        elif arg.startswith("--gradebook="):
+            env["COURSE_GRADEBOOK_URL"] = arg.partition("=")[2]
+        else:
+            out.append(arg)
+    return out, env
 
 
 @nox.session(venv_backend="none")
@@ -294,3 +311,15 @@ def export(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """Instructors: what the class gets wrong, build/nbgrader/reports/mistakes.html and .csv."""
     _instructor(session, "report")
+
+
+@nox.session(venv_backend="none")
+def gradescope(session: nox.Session) -> None:
+    """Instructors: a released lesson as a Gradescope autograder zip (lessons after `--`)."""
+    _instructor(session, "gradescope")
+
+
+@nox.session(venv_backend="none")
+def similarity(session: nox.Session) -> None:
+    """Instructors: a code-similarity report across a lesson's submissions (HTML)."""
+    _instructor(session, "similarity")

@@ -165,3 +165,12 @@ def test_a_bubblewrap_that_cannot_make_a_sandbox_skips_saying_why(monkeypatch, t
         system_packages.require("bubblewrap")
     assert "No permissions to create new namespace" in str(skipped.value)
     assert "\n" not in str(skipped.value)
+
+
+def test_the_gradebook_url_travels_in_the_environment_never_on_the_command_line(noxfile) -> None:
+    """nox prints each command it runs: a PostgreSQL URL with its password must not be on it."""
+    url = "postgresql://grader:s3cret@localhost/course"
+    for given in (["--gradebook", url, "objective"], [f"--gradebook={url}", "objective"]):
+        args, env = noxfile.gradebook_in_environment(given)
+        assert args == ["objective"] and env == {"COURSE_GRADEBOOK_URL": url}
+    assert noxfile.gradebook_in_environment(["--workers", "2"]) == (["--workers", "2"], {})
