@@ -40,7 +40,7 @@ SKIPPED = {
     "test_training.py train on text files",
     "nox -s tests": "the test suite itself",
     'nox -s tests -- -m "not slow"': "the test suite itself",
-    "nox -s tests -- tests/test_model.py -x": "the test suite itself",
+    "nox -s tests -- tests/gpt/test_model.py -x": "the test suite itself",
     "nox -s lint": "CI runs it as a session of its own",
     "python bench/train_throughput.py": "a benchmark: minutes",
     "python bench/train_throughput.py --corpus ../shared/data/time-machine.txt": "a benchmark, "

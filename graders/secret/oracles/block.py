@@ -2,7 +2,7 @@
 
 The correct answers come from library kernels laid out as gpt/model.py lays out GPT-2
 (F.layer_norm, F.gelu with approximate="tanh", F.linear, F.scaled_dot_product_attention), so
-they are independent of solutions/block.py; tests/test_block_lesson.py shows they equal the
+they are independent of solutions/block.py; tests/lessons/test_block_lesson.py shows they equal the
 provided model. The checker also answers the block functions' proxies with them (the mistake
 None).
 """

@@ -25,7 +25,7 @@ from gpt.model import GPT, GPTConfig
 from solutions import training
 
 pytestmark = pytest.mark.slow  # torchrun starts processes that train
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RTOL = 1e-5
 
 # Steps 0-1 warm up; with --steps 3 or --steps 5 the schedule of steps 0-2 is the same, so a

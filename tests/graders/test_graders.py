@@ -20,7 +20,7 @@ from graders.client import WorkerClient
 from graders.hints import NOT_IMPLEMENTED
 from graders.runner import GradingError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 CHECK_KEYS = {
     "id",

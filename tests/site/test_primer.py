@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 sys.path.append(str(ROOT / "site" / "hooks"))
 from markdown_scan import fenced_blocks, fenced_lines  # noqa: E402  (the hooks' own scanner)

@@ -405,7 +405,7 @@ def test_course_corpus_is_the_default(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_course_dir_defaults_to_the_repository_course_folder() -> None:
-    assert corpus.COURSE_DIR == Path(__file__).resolve().parents[1] / "course"
+    assert corpus.COURSE_DIR == Path(__file__).resolve().parents[2] / "course"
 
 
 def test_missing_course_folder_is_a_clear_error(tmp_path: Path) -> None:

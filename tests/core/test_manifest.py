@@ -11,7 +11,7 @@ import pytest
 
 from core.manifest import ManifestError, load_manifest, parse_manifest, site_url
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RAW = tomllib.loads((ROOT / "course" / "lessons.toml").read_text())
 # COURSE.md's exercise API table: every function a student implements.
 CONTRACT = {

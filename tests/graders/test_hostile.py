@@ -23,7 +23,7 @@ from grader_variants import Variant, build_target
 from system_packages import require
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUTER_MEMORY = 6 << 30  # the whole grading run; the worker itself is capped at 4 GiB
 
 HOSTILE = {

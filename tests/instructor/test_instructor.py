@@ -29,7 +29,7 @@ import nbformat  # noqa: E402 - nbgrader brings it
 from borrower import borrowing_module  # noqa: E402
 from system_packages import require  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
 needs_bwrap = pytest.mark.usefixtures("bubblewrap")

@@ -21,7 +21,7 @@ from core.manifest import load_manifest
 from graders.client import StudentError, WorkerClient
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULE = load_manifest().lesson("objective").rule("cross_entropy")
 
 # Routes the reading of the code catches (or, where it does not, the watch): each one a

@@ -21,7 +21,7 @@ from gpt.optim import LessonAdamW
 from gpt.tokenizer import VOCAB_FILE, VocabularyError, check_ranks, load_ranks, save_ranks
 from solutions import tokens, training
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = GPTConfig(vocab_size=61, block_size=16, n_layer=2, n_head=2, n_embd=16)
 
 

@@ -28,7 +28,7 @@ from solutions import generation
 
 transformers = pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(n_layer=2, n_head=2, n_embd=32, n_positions=64)
 
 

@@ -24,7 +24,7 @@ import pytest
 from mini_site import build_mini_site
 from system_packages import require
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHAPTER = "chapters/03-windows/"

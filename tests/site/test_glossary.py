@@ -4,7 +4,7 @@ site/glossary.toml must hold at least 100 terms, among them the vocabulary a rea
 training objective and PyTorch's basics, and every term must occur in the prose of some page,
 where the glossary hook turns it into a tooltip. The matching rules mirror the hook's (Python-
 Markdown's abbr extension): whole words, case-sensitive, each phrase also with its first letter
-in upper case, never inside code. tests/test_site.py checks the same on the built site.
+in upper case, never inside code. tests/site/test_site.py checks the same on the built site.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 ENTRIES = tomllib.loads((ROOT / "site" / "glossary.toml").read_text(encoding="utf-8"))["entry"]
 

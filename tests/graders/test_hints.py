@@ -15,7 +15,7 @@ import pytest
 
 from core.manifest import load_manifest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MIN_CHARS = 8  # a copied span this long (spaces removed) is an expression, not a name
 # A span counts only when it holds one of these: a call, an index, arithmetic or a comparison.
 # Dotted names alone (torch.multinomial, model.eval) are the course's vocabulary, not answers.

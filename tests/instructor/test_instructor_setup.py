@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_configuring_nbgrader_leaves_this_process_environment_alone(tmp_path):

@@ -32,7 +32,7 @@ from grader_variants import (
 from core.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = load_manifest()
 LESSON_OF_MODULE = {lesson.module: lesson.slug for lesson in MANIFEST.lessons}
 SLUGS = [lesson.slug for lesson in MANIFEST.lessons if lesson.checks]

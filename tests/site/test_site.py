@@ -28,7 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from system_packages import require
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
