@@ -42,15 +42,16 @@ class Answers:
     """Answers one worker's proxies, for the dependencies of the function graded now."""
 
     def __init__(self) -> None:
+        # read now, before any student code runs (which could rewrite the manifest's file)
+        self.manifest = load_manifest()
         self.allowed: frozenset[str] = frozenset()
         self.vocabularies: dict[int, dict[bytes, int]] = {}  # this request's ranks tables
         self.tables = 0  # ranks tables received so far: each gets a number never used before
 
-    @staticmethod
-    def names(function: str) -> list[str]:
+    def names(self, function: str) -> list[str]:
         """The dependencies of ``module.function`` that this checker answers for (its
         ``builds_on`` in the manifest)."""
-        return list(load_manifest().dependencies(function))
+        return list(self.manifest.dependencies(function))
 
     def allow(self, function: str | None) -> None:
         """From now on answer for ``function``'s dependencies only (None: for nothing). The
