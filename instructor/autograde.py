@@ -453,6 +453,10 @@ def feedback(course: Course, lessons: list[str] | None = None) -> tuple[list[str
         own = f"{PACKAGE}/{load_manifest().lesson(lesson).module}.py"
         for folder in course.feedback.glob(f"*/{lesson}"):
             keep_only_theirs(folder, own)
+            graded = course.autograded / folder.parent.name / lesson / own
+            if graded.is_file() and not graded.is_symlink() and not (folder / own).exists():
+                (folder / own).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(graded, folder / own)
         made += [str(p) for p in sorted(course.feedback.glob(f"*/{lesson}/*.html"))]
     return made, skipped
 

@@ -56,7 +56,11 @@ def block_params(seed: int, C: int, bias: bool = True, draw: Draw = randn) -> di
 
 
 def _under(params: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
-    return {k.removeprefix(prefix): v for k, v in params.items() if k.startswith(prefix)}
+    return {
+        name.removeprefix(prefix): value
+        for name, value in params.items()
+        if name.startswith(prefix)
+    }
 
 
 def gpt_params(

@@ -150,7 +150,7 @@ def run_adamw(student, case: dict, hyper: dict) -> dict:
                 "step-count",
             )
         after.append(params)
-    return {"params": after, "state": state}
+    return dict(params=after, state=state)
 
 
 def check_adamw(
