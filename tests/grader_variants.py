@@ -870,7 +870,7 @@ WRONG: list[Variant] = [
         def cross_entropy(logits, targets, ignore_index=-100):
             peak = logits.max(dim=-1, keepdim=True).values
             log_probs = logits - peak - (logits - peak).exp().sum(dim=-1, keepdim=True).log()
-            return -log_probs[range(len(targets)), targets].mean()
+            return -log_probs[torch.arange(len(targets)), targets].mean()
     """,
     ),
     V(
@@ -3212,7 +3212,7 @@ RIGHT += [
         None,
         """
         def gelu(x):
-            inner = torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))
+            inner = (2.0 / torch.pi) ** 0.5 * (x + 0.044715 * torch.pow(x, 3))
             return 0.5 * x * (1 + inner.tanh())
         """,
     ),
