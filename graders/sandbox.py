@@ -169,6 +169,11 @@ def _sandbox_command(
     copy = _private_copy(target, limits)
     inside = f"{SANDBOX_HOME}/{target.name or 'submission'}"
     command = list(base_cmd)
+    if os.path.isabs(command[0]):
+        # Only resolved paths are bound inside; keep the last link (a virtualenv's python is
+        # found through its own path) but resolve the folders above it.
+        folder, name = os.path.split(command[0])
+        command[0] = os.path.join(os.path.realpath(folder), name)
     if len(command) >= 2 and command[-2] == "--target":
         command[-1] = inside
     else:  # an unknown command line: keep the target's own path
