@@ -134,7 +134,7 @@ def _model_state(model: nn.Module) -> dict[str, Tensor]:
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
 
-def make_proxies(ask: Callable[[str, Any], Any]) -> dict[str, Any]:
+def make_proxies(ask: Callable[[str, Any], Any]) -> _Proxies:
     """The stand-ins the worker plugs in; ``ask(name, question)`` is the checker's answer."""
 
     def pure(name: str) -> Callable:
@@ -422,11 +422,11 @@ def scenario_make_loader(
     global_before = torch.random.get_rng_state()
     batches = [[list(batch) for batch in loader] for _ in range(epochs)]
     generator = getattr(loader, "generator", None)
-    seeded = isinstance(generator, torch.Generator)
+    seed = generator.initial_seed() if isinstance(generator, torch.Generator) else None
     return {
         "is_loader": isinstance(loader, DataLoader),
         "epochs": batches,
-        "generator_seed": generator.initial_seed() if seeded else None,
+        "generator_seed": seed,
         "global_drawn": not torch.equal(global_before, torch.random.get_rng_state()),
     }
 
@@ -603,12 +603,7 @@ class Worker:
         if self.package is None:
             init = os.path.join(self.target, "__init__.py")
             if os.path.exists(init):
-                spec = importlib.util.spec_from_file_location(
-                    ALIAS, init, submodule_search_locations=[self.target]
-                )
-                package = importlib.util.module_from_spec(spec)
-                sys.modules[ALIAS] = package
-                spec.loader.exec_module(package)
+                package = _load_package(ALIAS, self.target)
             else:
                 package = types.ModuleType(ALIAS)
                 package.__path__ = [self.target]
@@ -844,14 +839,20 @@ def provide(folder: str) -> None:
     """Make the course's provided package (``gpt/``: no exercise in it, it ships to students)
     importable under its own name from ``folder``: lesson modules import it (tokens uses
     ``gpt.vocab`` for GPT-2's merge ranks)."""
+    _load_package(os.path.basename(folder), folder)
+
+
+def _load_package(name: str, folder: str) -> types.ModuleType:
+    """The package in ``folder`` (its ``__init__.py``), imported as ``name``."""
     spec = importlib.util.spec_from_file_location(
-        os.path.basename(folder),
-        os.path.join(folder, "__init__.py"),
-        submodule_search_locations=[folder],
+        name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
     )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {folder} as a package")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str]) -> None:

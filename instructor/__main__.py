@@ -37,7 +37,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         description="nbgrader tooling for the course's instructors",
     )
     # --course and --gradebook may come after the command too (`nox -s autograde -- --course D`).
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     for where in (parser, common):
         hide = where is common
         where.add_argument(

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli import one_line
 from core.manifest import load_manifest
@@ -51,6 +51,9 @@ from .errors import SetupError
 from .gradebook import Graded, Recorder
 from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
 from .nbgrader_api import api
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")  # what nbgrader and file names accept
 
@@ -162,7 +165,8 @@ def find_jobs(
     that cannot be graded (a student id with odd characters, a lesson not released)."""
     released = course.lessons()
     known = {lesson.slug for lesson in load_manifest().lessons}
-    jobs, problems = [], []
+    jobs: list[tuple[str, str]] = []
+    problems: list[str] = []
     if not course.submitted.is_dir():
         return jobs, problems
     for folder in sorted(course.submitted.iterdir()):
@@ -340,7 +344,7 @@ def autograde(
             for batch in pool.run(tasks):
                 ready = []
                 for key, result, error in batch:
-                    job = key[:2]
+                    job: tuple[str, str] = key[:2]
                     outcome = outcomes[job]
                     bar.graded("/".join(job))
                     if error is not None:
@@ -389,7 +393,7 @@ class _Progress:
         self.console = Console(stderr=True, highlight=False)
         self.enabled = enabled
         self.total = total
-        self.progress = None
+        self.progress: Progress | None = None
 
     def __enter__(self) -> _Progress:
         if self.enabled and self.console.is_terminal:

@@ -93,9 +93,9 @@ def _timestamp(name: str, first_seen: str) -> str:
     if "_attempt_" in name:
         match = _ATTEMPT.search(name.split("_attempt_", 1)[1])
         if match:
-            parts = [int(p) if p else 0 for p in match.groups()]
+            year, month, day, hour, minute, second = (int(p) if p else 0 for p in match.groups())
             try:
-                return datetime(*parts).strftime(STAMP)
+                return datetime(year, month, day, hour, minute, second).strftime(STAMP)
             except ValueError:
                 pass
     return first_seen

@@ -162,6 +162,7 @@ def plot_points(scores: list[float], most: float, title: str) -> str:
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     figure = Figure(figsize=(5, 2.4))
     axes = figure.subplots()
@@ -170,7 +171,9 @@ def plot_points(scores: list[float], most: float, title: str) -> str:
     axes.set_xlabel(f"points (of {most:g})")
     axes.set_ylabel("students")
     axes.set_title(title, fontsize=10)
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    locator = axes.yaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
+        locator.set_params(integer=True)
     return _png(figure)
 
 
@@ -280,10 +283,10 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
             "<table><tr><th>student</th><th>lesson</th><th>check</th>"
             "<th class='n'>submissions failing it</th><th>latest mistake</th></tr>"
         )
-        for s in report.stuck:
+        for stuck in report.stuck:
             out.append(
-                f"<tr><td>{e(s.student)}</td><td>{e(s.lesson)}</td><td>{e(s.check)}</td>"
-                f"<td class='n'>{s.attempts}</td><td>{e(s.mistake or '')}</td></tr>"
+                f"<tr><td>{e(stuck.student)}</td><td>{e(stuck.lesson)}</td><td>{e(stuck.check)}</td>"
+                f"<td class='n'>{stuck.attempts}</td><td>{e(stuck.mistake or '')}</td></tr>"
             )
         out.append("</table>")
     else:

@@ -315,6 +315,8 @@ def stale_exercises(root: Path | None = None) -> list[str]:
     spec = importlib.util.spec_from_file_location(
         "generate_exercises", root / "tools" / "generate_exercises.py"
     )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {root / 'tools' / 'generate_exercises.py'}")
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     wanted = generator.render(root)
