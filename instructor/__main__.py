@@ -236,9 +236,11 @@ def collect_lessons(course: Course, lessons: list[str] | None) -> bool:
     """Collect, saying what was found; whether a zip was skipped."""
     from .collect import collect
 
-    found, problems = collect(course, lessons)
+    found, problems, notes = collect(course, lessons)
     for line in problems:
         print(line, file=sys.stderr)
+    for line in notes:
+        print(line)
     for lesson, students in found.items():
         print(f"collected {lesson}: {len(students)} submission(s)")
     return bool(problems)

@@ -6,7 +6,9 @@ From the per-check history autograde records (:mod:`.gradebook`, ``course_check_
 per check, the share of students whose latest submission fails it and the mistakes the graders
 diagnosed, most common first, each with its hint and a link to the chapter section that
 explains it; and the students who are stuck: failing the same check in their last two
-submissions or more (distinct submissions: regrading the same files does not count).
+submissions or more, in the order submitted (distinct submissions: regrading the same files
+does not count), the earlier attempts of one LMS download included (:mod:`.collect` keeps
+them, autograde grades them into the history).
 
 The report names hidden checks and their hints: it is for instructors, says so at the top, and
 is written only to the course folder, never into release/ or feedback/.
@@ -19,6 +21,7 @@ import html
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +105,7 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
             select(HISTORY).order_by(HISTORY.c.graded, HISTORY.c.fingerprint)
         ).fetchall()
     lessons = [lesson for lesson in manifest.lessons if lesson.slug in names]  # course order
-    # Each student's submissions of a lesson in the order graded: fingerprint -> check rows.
+    # Each student's submissions of a lesson: fingerprint -> check rows.
     history: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
         history[(row.student, row.lesson)].setdefault(row.fingerprint, {})[row.check_id] = row
@@ -113,7 +116,7 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
         for (student, slug), submissions in sorted(history.items()):
             if slug != lesson.slug:
                 continue
-            attempts = list(submissions.values())
+            attempts = sorted(submissions.values(), key=_submitted)
             latest = attempts[-1]
             for check_id, row in latest.items():
                 if check_id not in stats:
@@ -136,6 +139,13 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
     return ClassReport(
         lessons, dict(scores), max_points, checks, stuck, course_site(course), students
     )
+
+
+def _submitted(attempt: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When an attempt was submitted (its timestamp; graded then, when it had none): earlier
+    attempts of one download are graded with the newest, so grading order is no guide."""
+    row = next(iter(attempt.values()))
+    return (row.submitted or row.graded, row.graded)
 
 
 def mistake_text(check: Check, key: str, manifest: Manifest) -> str:

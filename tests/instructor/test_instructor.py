@@ -759,7 +759,9 @@ def fake_class(released_course, tmp_path_factory):
     hidden = next(c for c in manifest().lesson(LESSON).checks if c.hidden and c.id in released)
     _fake_submit(root, "ann", {})
     _fake_submit(root, "bob", {lookup: STUDENT_MISTAKE, hidden.id: None})
-    _fake_submit(root, "cy", {lookup: STUDENT_MISTAKE})
+    (_fake_submit(root, "cy", {lookup: STUDENT_MISTAKE}) / "timestamp.txt").write_text(
+        "2026-01-29 09:00:00.000000 UTC\n"
+    )
     _fake_submit(root, "dee", {lookup: None, "nearest-cosine": "not-implemented"})
     _fake_submit(root, "odd id!", {})
     _fake_submit(root, "ann", {}, lesson=LESSON).rename(root / "submitted" / "ann" / "no-such")
@@ -1042,6 +1044,82 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
     )
 
 
+def test_stuck_sees_the_attempts_of_one_download(released_course, tmp_path):
+    """An LMS download with two attempts of one student, both making the same mistake: the
+    newest is graded into the gradebook, the older into the history, and the report says the
+    student is stuck; a student who fixed it in the newer attempt is not. Autograde again and
+    the attempts are not graded twice."""
+    import csv
+
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.collect import collect
+    from instructor.course import Course
+    from instructor.gradebook import HISTORY
+    from instructor.mistakes import write_report
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    lookup = "lookup-matches-indexing"
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    attempts = {
+        ("eve", "2026-01-30-14-05-00"): {lookup: STUDENT_MISTAKE},
+        ("eve", "2026-02-03-09-30-00"): {lookup: STUDENT_MISTAKE, "nearest-cosine": None},
+        ("fay", "2026-01-30-15-00-00"): {lookup: STUDENT_MISTAKE},
+        ("fay", "2026-02-03-10-00-00"): {},
+    }
+    for (student, when), fails in attempts.items():
+        folder = _fake_submit(root, student, fails)
+        with zipfile.ZipFile(archive / f"hw_{student}_attempt_{when}.zip", "w") as zf:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    zf.write(path, f"{LESSON}/{path.relative_to(folder)}")
+    shutil.rmtree(root / "submitted")
+    found, problems, notes = collect(course, [LESSON])
+    assert found == {LESSON: ["eve", "fay"]} and not problems
+    assert len(notes) == 2 and all("ignored hw_" in line for line in notes), notes
+    graded = []
+
+    def counting(lesson, files, **kwargs):
+        graded.append(lesson)
+        return fake_grade(lesson, files, **kwargs)
+
+    outcomes = pipeline.autograde(course, [LESSON], engine="threads", grader=counting)
+    assert all(o.recorded and not o.notes for o in outcomes), [o.notes for o in outcomes]
+    assert len(graded) == 4  # two submissions, two earlier attempts
+    points = _released_points(root)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        got = {s.student.id: s.score for s in gb.find_assignment(LESSON).submissions}
+    full = sum(points.values())
+    assert got == {"eve": full - points[lookup] - points["nearest-cosine"], "fay": full}
+    write_report(course)
+    stuck = list(csv.DictReader((root / "reports" / "stuck.csv").open()))
+    assert [(r["student"], r["check"], r["attempts"], r["mistake"]) for r in stuck] == [
+        ("eve", lookup, "2", STUDENT_MISTAKE)
+    ]
+    # The latest submission decides the class's numbers: fay's lookup passes now.
+    rows = list(csv.DictReader((root / "reports" / "mistakes.csv").open()))
+    assert [r["who"] for r in rows if r["check"] == lookup] == ["eve"]
+
+    graded.clear()
+    pipeline.autograde(course, [LESSON], engine="threads", grader=counting)
+    assert len(graded) == 2  # the submissions again; the attempts are in the history already
+    from sqlalchemy import create_engine, func, select
+
+    engine = create_engine(course.db_url)
+    with engine.connect() as db:
+        distinct = select(func.count()).select_from(
+            select(HISTORY.c.student, HISTORY.c.fingerprint).distinct().subquery()
+        )
+        assert db.execute(distinct).scalar() == 4
+    engine.dispose()
+
+
 def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
     chromium = require("chromium")
     from playwright.sync_api import sync_playwright
@@ -1118,7 +1196,7 @@ def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
     (archive / "cy.zip").write_bytes(b"PK\x03\x04 truncated")
     with zipfile.ZipFile(archive / "dee.zip", "w") as zf:
         zf.writestr("notes.txt", "my homework")
-    found, problems = collect(course, [LESSON])
+    found, problems, _notes = collect(course, [LESSON])
     assert found == {LESSON: ["ann", "bob"]}
     assert len(problems) == 3, problems
     by_zip = {p.split(":")[0]: p for p in problems}
