@@ -1144,9 +1144,181 @@ def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
             assert all(w and w > 100 for w in widths), widths
             assert page.locator(f"#{LESSON} a[href*='chapters/02-embeddings/#']").count() >= 1
             assert page.locator("#stuck td", has_text="cy").count() == 1
+            # Lessons in course order, each once.
+            shown = page.locator("section[id] > h2").evaluate_all(
+                "hs => hs.map(h => h.parentElement.id)"
+            )
+            lessons = [s for s in shown if s not in ("students", "stuck")]
+            order = [lesson.slug for lesson in manifest().lessons]
+            assert lessons == [slug for slug in order if slug in lessons], lessons
+            assert set(lessons) == set(fake_class["course"].lessons())
+            # One row per student, every lesson a column.
+            rows = page.locator("#students tr:has(td)")
+            names = rows.evaluate_all("rs => rs.map(r => r.cells[0].textContent)")
+            assert names == ["ann", "bob", "cy", "dee"], names
+            widths = rows.evaluate_all("rs => rs.map(r => r.cells.length)")
+            assert set(widths) == {len(lessons) + 1}, widths
+            # Nothing wider than the window, on a laptop's screen and on a narrow one.
+            for width in (1280, 800):
+                page.set_viewport_size({"width": width, "height": 900})
+                overflow = page.evaluate(
+                    """() => {
+                        const limit = document.documentElement.clientWidth;
+                        const wide = [...document.querySelectorAll('body *')].filter(e => {
+                            const box = e.getBoundingClientRect();
+                            const scroller = e.closest('.scroll');
+                            return box.right > limit + 1 && !(scroller && scroller !== e);
+                        });
+                        return {page: document.documentElement.scrollWidth - limit,
+                                wide: wide.map(e => e.tagName + '#' + (e.id || ''))};
+                    }"""
+                )
+                assert overflow["page"] <= 0 and not overflow["wide"], (width, overflow)
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.screenshot(path=str(tmp_path / "mistakes.png"), full_page=True)
             assert not errors, errors
         finally:
             browser.close()
+
+
+HOSTILE_ID = "<img src=x onerror=alert(1)>"
+HOSTILE_TEXT = "\x1b]0;owned\x07\x1b[2J<script>alert('x')</script> =HYPERLINK(\"http://evil\")"
+
+
+def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_path):
+    """What students control (their ids and names on the roster, the messages their code's
+    exceptions carry, their code) reaches the autograded notebook as plain text without
+    terminal escapes, the feedback and the reports' HTML escaped, and every CSV with the
+    cells a spreadsheet would run as formulas neutralised."""
+    import csv
+    from html import escape
+
+    from autograde_fakes import fake_grade
+    from nbgrader.api import Gradebook
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.export import export
+    from instructor.mistakes import write_report
+    from instructor.similarity import compare
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    formula = {"first_name": '=cmd|" /C calc"!A0', "last_name": "+1+1", "email": "@SUM(A1)"}
+    with Gradebook(course.db_url) as gb:
+        gb.add_student(HOSTILE_ID, **formula)
+        gb.add_student("-2+3", first_name="\tTab", last_name="\rReturn")
+    lookup = "lookup-matches-indexing"
+    code = f"\nSHOUT = {HOSTILE_TEXT!r}  # </code></pre><script>alert(2)</script>\n"
+    for student in ("ann", "bob"):
+        module = _fake_submit(root, student, {lookup: None}) / "exercises" / "embeddings.py"
+        module.write_text(module.read_text() + code)
+    shutil.copytree(course.submitted / "ann", course.submitted / HOSTILE_ID)
+
+    def hostile(lesson, files, **kwargs):
+        result = fake_grade(lesson, files, **kwargs)
+        for row in result["report"]["lessons"][0]["checks"]:
+            if not row["passed"]:
+                row["detail"] = HOSTILE_TEXT  # as an exception's message reads
+        return result
+
+    outcomes = pipeline.autograde(
+        course, [LESSON], ["ann", "bob"], engine="threads", grader=hostile
+    )
+    assert all(o.recorded for o in outcomes), [o.notes for o in outcomes]
+    notebook = (course.autograded / "ann" / LESSON / f"{LESSON}.ipynb").read_text()
+    assert "<script>alert('x')</script>" in notebook  # shown as text,
+    assert "\\u001b" not in notebook and "\\u0007" not in notebook  # without its escapes
+    outputs = [
+        output
+        for cell in nbformat.reads(notebook, as_version=4).cells
+        for output in cell.get("outputs", [])
+    ]
+    assert all(o.output_type in ("stream", "execute_result") for o in outputs)
+    assert not any("text/html" in o.get("data", {}) for o in outputs)
+
+    made, _skipped = pipeline.feedback(course, [LESSON])
+    page = Path(next(p for p in made if "/ann/" in p)).read_text()
+    assert "<script>alert('x')" not in page and "&lt;script&gt;alert(" in page
+    assert "\x1b" not in page
+
+    export(course)
+    for name in ("grades.csv", "grades-by-check.csv"):
+        for row in csv.DictReader((root / name).open()):
+            for value in row.values():
+                assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (name, value)
+    grades = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    assert {k: grades[HOSTILE_ID][k] for k in formula} == {k: "'" + v for k, v in formula.items()}
+    assert grades["'-2+3"]["first_name"] == "'\tTab"
+    assert grades["ann"]["score"] != "" and float(grades["ann"]["score"]) > 0
+
+    write_report(course)
+    report = (root / "reports" / "mistakes.html").read_text()
+    assert HOSTILE_ID not in report and escape(HOSTILE_ID) in report
+    for row in csv.DictReader((root / "reports" / "mistakes.csv").open()):
+        assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values()), row
+
+    path, pairs = compare(course, LESSON)
+    similar = path.read_text()
+    assert {(p.first, p.second) for p in pairs} == {("ann", "bob")}  # the odd id left out
+    assert "<script>alert(2)" not in similar and "<img src=x" not in similar
+
+
+def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
+    released_course, tmp_path
+):
+    """Lesson 5 (block), added after the others, is where every instructor command and the
+    progress page look for lessons: released with its stub and public graders, autograded,
+    in the class report between attention and objective, and a row of the progress page."""
+    import csv
+    from html import unescape
+    from types import SimpleNamespace
+
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.mistakes import write_report
+
+    block = manifest().lesson("block")
+    assert block.number == 5
+    release = released_course / "release" / "block"
+    assert (release / "block.ipynb").is_file()
+    assert (release / "exercises" / f"{block.module}.py").is_file()
+    assert (release / "graders" / "public" / "test_block.py").is_file()
+    assert not (release / "graders" / "hidden").exists()
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    first = block.checks[0]
+    _fake_submit(root, "ann", {first.id: None}, lesson="block")
+    _fake_submit(root, "ann", {}, lesson=LESSON)
+    outcomes = pipeline.autograde(course, ["block", LESSON], engine="threads", grader=fake_grade)
+    got = {o.lesson: o for o in outcomes}
+    assert got["block"].recorded and 0 < got["block"].points < got["block"].max_points
+    assert got["block"].points == got["block"].max_points - first.points
+    write_report(course)
+    html = (root / "reports" / "mistakes.html").read_text()
+    order = [html.index(f"<section id='{slug}'>") for slug in ("attention", "block", "objective")]
+    assert order == sorted(order)
+    assert "Lesson 5: " in html
+    rows = [r for r in csv.DictReader((root / "reports" / "mistakes.csv").open())]
+    assert {r["check"] for r in rows if r["lesson"] == "block"} >= {c.id for c in block.checks}
+    # The progress page's table: a row per lesson of the manifest, block the fifth.
+    sys.path.insert(0, str(ROOT / "site" / "hooks"))
+    try:
+        import course_data
+        import notebooks
+    finally:
+        sys.path.remove(str(ROOT / "site" / "hooks"))
+    config = SimpleNamespace(
+        docs_dir=str(ROOT / "course"), config_file_path=str(ROOT / "mkdocs.yml")
+    )
+    markup = notebooks.progress_markup(course_data.load_lessons(config), "../")
+    data = json.loads(unescape(markup.split('data-lessons="')[1].split('"')[0]))
+    assert [row["slug"] for row in data][3:6] == ["attention", "block", "objective"]
+    assert data[4]["functions"] == list(block.functions)
 
 
 def test_a_gradebook_from_another_course_is_refused_in_one_line(
