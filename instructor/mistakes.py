@@ -33,6 +33,7 @@ from .export import write_csv
 from .gradebook import HARNESS_MISTAKES, HISTORY, NOT_IMPLEMENTED_KEY, UNNAMED
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
+NOT_SUBMITTED = "&ndash;"  # a lesson's cell in the students' table, explained above it
 MISTAKE_WORDS = {
     "not-graded": "not graded (the grading run ended first)",
     **{name: start for start, name in HARNESS_MISTAKES.items()},
@@ -214,7 +215,11 @@ body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; 
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; width: 100%; }
 th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd;
          vertical-align: top; }
-td.n { text-align: right; white-space: nowrap; }
+th.n, td.n { text-align: right; }
+td.n, td.id { white-space: nowrap; }
+td { overflow-wrap: anywhere; }
+td.missing { color: #888; }
+.scroll { overflow-x: auto; }  /* a wide table scrolls in its place, never widens the page */
 img { max-width: 100%; }
 """
 
@@ -262,7 +267,8 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
                 f"src='{plot_failures(stats, f'{lesson.slug}: checks failed')}'>"
             )
         out.append(
-            "<table><tr><th>check</th><th>function</th><th class='n'>failed</th>"
+            "<div class='scroll'><table><tr><th>check</th><th>function</th>"
+            "<th class='n'>failed</th>"
             "<th>mistakes, most common first, with who made them</th>"
             "<th>not implemented yet</th></tr>"
         )
@@ -284,13 +290,13 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
                 f"<td><ul>{items}</ul></td>"
                 f"<td class='who'>{e(', '.join(s.not_implemented))}</td></tr>"
             )
-        out.append("</table></section>")
+        out.append("</table></div></section>")
     out += student_table(report)
     out.append("<section id='stuck'><h2>Students who are stuck</h2>")
     if report.stuck:
         out.append(
             f"<p>Failing the same check in their last {STUCK_AFTER} submissions or more.</p>"
-            "<table><tr><th>student</th><th>lesson</th><th>check</th>"
+            "<div class='scroll'><table><tr><th>student</th><th>lesson</th><th>check</th>"
             "<th class='n'>submissions failing it</th><th>latest mistake</th></tr>"
         )
         for stuck in report.stuck:
@@ -298,7 +304,7 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
                 f"<tr><td>{e(stuck.student)}</td><td>{e(stuck.lesson)}</td><td>{e(stuck.check)}</td>"
                 f"<td class='n'>{stuck.attempts}</td><td>{e(stuck.mistake or '')}</td></tr>"
             )
-        out.append("</table>")
+        out.append("</table></div>")
     else:
         out.append("<p>Nobody: no check failed twice in a row by the same student.</p>")
     out.append("</section></body></html>\n")
@@ -311,19 +317,21 @@ def student_table(report: ClassReport) -> list[str]:
         return []
     e = html.escape
     out = [
-        "<section id='students'><h2>Students</h2><table><tr><th>student</th>",
-        *(f"<th class='n'>{e(lesson.slug)}</th>" for lesson in report.lessons),
+        "<section id='students'><h2>Students</h2>",
+        f"<p>Points per lesson; {NOT_SUBMITTED} not submitted.</p>",
+        "<div class='scroll'><table><tr><th>student</th>",
+        *(f"<th class='n'>{lesson.number}. {e(lesson.slug)}</th>" for lesson in report.lessons),
         "</tr>",
     ]
     for student, done in sorted(report.students.items()):
         cells = [
             f"<td class='n'>{done[lesson.slug][0]:g} of {done[lesson.slug][1]:g}</td>"
             if lesson.slug in done
-            else "<td class='n missing'>not submitted</td>"
+            else f"<td class='n missing' title='not submitted'>{NOT_SUBMITTED}</td>"
             for lesson in report.lessons
         ]
-        out.append(f"<tr><td>{e(student)}</td>{''.join(cells)}</tr>")
-    out.append("</table></section>")
+        out.append(f"<tr><td class='id'>{e(student)}</td>{''.join(cells)}</tr>")
+    out.append("</table></div></section>")
     return out
 
 

@@ -1037,7 +1037,7 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
         html.index(f"<section id='{slug}'>") for slug in shown
     )
     students = html[html.index("<section id='students'>") :]
-    assert all(f"<td>{s}</td>" in students for s in ("ann", "bob", "cy", "dee"))
+    assert all(f"<td class='id'>{s}</td>" in students for s in ("ann", "bob", "cy", "dee"))
     assert "not submitted" in students
     assert not (course / "feedback").exists() or "For instructors only" not in "".join(
         p.read_text() for p in (course / "feedback").rglob("*.html")
