@@ -243,7 +243,7 @@ def _collect_student(
                 unpack(path, lesson, attempt_folder(course, lesson, student, stamp), stamp)
                 older.append(f"{path.name} ({_shown(stamp)})")
             else:
-                if when(current) is not None and when(current) != when(stamp):
+                if current is not None and when(current) not in (None, when(stamp)):
                     # The submission this one replaces stays in the history as an attempt.
                     earlier = attempt_folder(course, lesson, student, current)
                     if earlier.exists():
