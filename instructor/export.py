@@ -147,14 +147,14 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may read 
 def cell(text: str) -> str:
     """A CSV cell a spreadsheet shows as text: one that starts like a formula (a roster's
     name, a student's id) gets a leading apostrophe, as OWASP advises against CSV injection;
-    plain numbers (a negative one too) stay numbers."""
-    if not text.startswith(FORMULA_START):
-        return text
-    try:
-        float(text)
-    except ValueError:
-        return "'" + text
-    return text
+    plain numbers (a negative one too) stay numbers. A carriage return becomes a line break,
+    which the writer quotes (it quotes only its own line terminator's characters)."""
+    if text.startswith(FORMULA_START):
+        try:
+            float(text)
+        except ValueError:
+            text = "'" + text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def write_csv(path: Path, columns: list[str], rows: Iterator[dict[str, str]]) -> None:

@@ -1245,18 +1245,19 @@ def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_
 
     export(course)
     for name in ("grades.csv", "grades-by-check.csv"):
-        for row in csv.DictReader((root / name).open()):
+        for row in csv.DictReader((root / name).open(newline="")):
             for value in row.values():
                 assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (name, value)
-    grades = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open())}
+    grades = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open(newline=""))}
     assert {k: grades[HOSTILE_ID][k] for k in formula} == {k: "'" + v for k, v in formula.items()}
     assert grades["'-2+3"]["first_name"] == "'\tTab"
+    assert grades["'-2+3"]["last_name"] == "'\nReturn"
     assert grades["ann"]["score"] != "" and float(grades["ann"]["score"]) > 0
 
     write_report(course)
     report = (root / "reports" / "mistakes.html").read_text()
     assert HOSTILE_ID not in report and escape(HOSTILE_ID) in report
-    for row in csv.DictReader((root / "reports" / "mistakes.csv").open()):
+    for row in csv.DictReader((root / "reports" / "mistakes.csv").open(newline="")):
         assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values()), row
 
     path, pairs = compare(course, LESSON)
