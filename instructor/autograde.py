@@ -368,7 +368,7 @@ def autograde(
                             stamp, digest = earlier[key]
                             if error is not None or result["error"]:
                                 why = one_line(error) if error is not None else result["error"]
-                                outcome.notes.append(f"earlier attempt {stamp}: {why}")
+                                outcome.notes.append(f"earlier attempt ({stamp}): {why}")
                             if error is None:
                                 attempts.append(Graded(*job, digest, result["report"], stamp))
                             continue
@@ -404,7 +404,7 @@ def _attempt_tasks(
     tasks: dict[Any, tuple[Callable, tuple, dict]],
     grader: Callable[..., dict[str, Any]],
     kwargs: dict[str, Any],
-) -> dict[tuple[str, str, str], tuple[str, str]]:
+) -> dict[tuple[str, str, str], tuple[str | None, str]]:
     """Add to ``tasks`` the earlier attempts collect kept for these submissions (see
     :mod:`.collect`) that the history does not hold yet; returns their (timestamp,
     fingerprint) by task key. They are graded for the class report's history only."""
@@ -418,7 +418,7 @@ def _attempt_tasks(
             if key in tasks or recorder.has_history(student, lesson, digest):
                 continue  # the submission itself, or an attempt graded before
             tasks[key] = (grader, (lesson, files), kwargs)
-            earlier[key] = (read_stamp(folder) or folder.name, digest)
+            earlier[key] = (read_stamp(folder), digest)
     return earlier
 
 
