@@ -168,18 +168,19 @@ def as_tensor(value: Any, what: str, *, kind: str | None = None) -> Tensor:
     return value.resolve_conj().resolve_neg()
 
 
-def as_float(value: Any, what: str, *, allow_int: bool = True) -> float:
-    """A Python float (or int, when allowed); tensors and numpy scalars are rejected."""
+def as_float(value: Any, what: str, *, allow_int: bool = True, mistake: str | None = None) -> float:
+    """A Python float (or int, when allowed); tensors and numpy scalars are rejected (naming
+    ``mistake``, when the check diagnoses the wrong type as one)."""
     if isinstance(value, bool) or not isinstance(value, float | int):
-        fail(f"{what} should be a Python float, got {describe(value)}")
+        fail(f"{what} should be a Python float, got {describe(value)}", mistake)
     if isinstance(value, int) and not allow_int:
-        fail(f"{what} should be a Python float, got {describe(value)}")
+        fail(f"{what} should be a Python float, got {describe(value)}", mistake)
     return float(value)
 
 
-def as_int(value: Any, what: str) -> int:
+def as_int(value: Any, what: str, *, mistake: str | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        fail(f"{what} should be a Python int, got {describe(value)}")
+        fail(f"{what} should be a Python int, got {describe(value)}", mistake)
     return value
 
 

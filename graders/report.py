@@ -217,19 +217,31 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
             continue  # told with the failure that explains it
         same = [c for c in followers.get(check["id"], []) if c["function"] == check["function"]]
         other = [c for c in followers.get(check["id"], []) if c["function"] != check["function"]]
-        names = ", ".join(c["id"] for c in [check, *same])
         # A grid with a fixed gutter: long hints and details wrap with a hanging indent.
         note = Table.grid(padding=(0, 0))
         note.add_column(width=4, no_wrap=True)
         note.add_column()
         note.add_row(
             Text("  ✗ ", "red"),
-            Text.assemble((names, "bold"), ": ", (check["hint"] or "failed", "yellow")),
+            Text.assemble((check["id"], "bold"), ": ", (check["hint"] or "failed", "yellow")),
         )
         for each in [check, *same, *other]:
             if each["detail"]:
                 label = f"{each['id']}: " if each is not check else ""
                 note.add_row("", Padding(Text(label + each["detail"], "dim"), (0, 0, 0, 2)))
+        if same:
+            ids = ", ".join(c["id"] for c in same)
+            note.add_row(
+                "",
+                Padding(
+                    Text(
+                        f"one mistake: {ids} fail{'s' if len(same) == 1 else ''} "
+                        "from the same mistake too",
+                        "yellow",
+                    ),
+                    (0, 0, 0, 2),
+                ),
+            )
         if other:
             uses = ", ".join(sorted({c["function"] for c in other}))
             ids = ", ".join(c["id"] for c in other)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from grader_variants import replace_definition
+from variants import replace_definition
 
 ROOT = Path(__file__).resolve().parents[1]
 

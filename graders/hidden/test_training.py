@@ -22,19 +22,6 @@ from graders.public.test_training import (
 )
 
 
-@pytest.mark.check("lr-no-warmup")
-def test_lr_no_warmup(student):
-    check_schedule(
-        student,
-        [0, 1, 5, 10, 11],
-        "lr_at(step, warmup_steps=0, max_steps=10)",
-        max_lr=1.0,
-        min_lr=0.1,
-        warmup_steps=0,
-        max_steps=10,
-    )
-
-
 @pytest.mark.check("lr-random")
 @hidden_settings
 @given(
@@ -83,19 +70,6 @@ def test_train_step_adamw(student, seed, n_micro, B, T, clip, steps):
     check_params(run_step(student, config), config, "train_step with AdamW", STEP_MISTAKES)
 
 
-@pytest.mark.check("train-step-ignore-index")
-def test_train_step_ignore_index(student):
-    config = step_config(6, 3, ignore=0.4)
-    check_params(
-        run_step(student, config), config, "train_step with ignored targets", STEP_MISTAKES
-    )
-
-
-@pytest.mark.check("evaluate-one-pass")
-def test_evaluate_one_pass(student):
-    check_eval_loss(student, eval_config(4, 3, one_shot=True), "evaluate(a generator of batches)")
-
-
 @pytest.mark.check("evaluate-random")
 @hidden_settings
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 4), start=st.booleans())
@@ -106,20 +80,6 @@ def test_evaluate_random(student, seed, n, start):
     for record in got["records"]:
         if as_bool(record["training"], "training") or as_bool(record["grad"], "grad"):
             fail("evaluate ran the model in train mode or with gradients")
-
-
-@pytest.mark.check("fit-no-eval")
-@pytest.mark.parametrize("with_eval", [False, True], ids=["no-eval-batches", "no-eval-every"])
-def test_fit_no_eval(student, with_eval):
-    config = fit_config(7, steps=3, with_eval=with_eval)
-    check_fit(student, config, "fit", "history", ())
-
-
-@pytest.mark.check("fit-reshuffles")
-def test_fit_reshuffles(student):
-    # Three batches an epoch, two a step: steps straddle epochs, so the order matters.
-    config = fit_config(8, steps=4, grad_accum=2, n_batches=3, loader=True)
-    check_fit(student, config, "fit(a shuffling DataLoader)", "params", ("cycle-replays",))
 
 
 @pytest.mark.check("fit-random")

@@ -36,7 +36,9 @@ def test_lookup_matches_indexing(student):
 
 
 @pytest.mark.check("lookup-any-shape")
-@pytest.mark.parametrize("shape", [(), (5,), (2, 3, 4)], ids=["0-dim", "1-dim", "3-dim"])
+@pytest.mark.parametrize(
+    "shape", [(), (5,), (1, 3), (2, 3, 4)], ids=["0-dim", "1-dim", "size-1-dim", "3-dim"]
+)
 def test_lookup_any_shape(student, shape):
     table = randn(2, 9, 4)
     ids = randint(3, 0, 9, *shape)
@@ -44,6 +46,7 @@ def test_lookup_any_shape(student, shape):
         student.call("lookup", table, ids),
         oracle.lookup(table, ids),
         f"lookup(table [9, 4], ids {list(shape)})",
+        mistakes={key: later.lookup(table, ids, mistake=key) for key in ("squeezed", "flattened")},
     )
 
 
@@ -200,7 +203,13 @@ def check_nearest(student, table: torch.Tensor, index: int, k: int, what: str) -
     }
     result = student.call("nearest", table, index, k)
     pairs = as_list(result, what, as_pair)
-    got = [(as_int(r, f"{what}: a row"), as_float(s, f"{what}: a similarity")) for r, s in pairs]
+    got = [
+        (
+            as_int(r, f"{what}: a row", mistake="tensors"),
+            as_float(s, f"{what}: a similarity", mistake="tensors"),
+        )
+        for r, s in pairs
+    ]
     rows_ok = _rows(got) == _rows(expected)
     sims_ok = all(abs(a - b) <= 1e-5 for (_, a), (_, b) in zip(got, expected, strict=False))
     if rows_ok and sims_ok:
@@ -238,5 +247,5 @@ def test_nearest_pairs(student):
     if len(pairs) != 2:
         fail(f"nearest(table, 5, k=2) returned {len(pairs)} pairs, expected 2")
     for row, sim in pairs:
-        as_int(row, "the row of a pair")
-        as_float(sim, "the similarity of a pair", allow_int=False)
+        as_int(row, "the row of a pair", mistake="tensors")
+        as_float(sim, "the similarity of a pair", allow_int=False, mistake="tensors")

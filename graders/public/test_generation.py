@@ -32,6 +32,13 @@ def check_sample(
         if top_k is not None and top_k > logits.shape[-1] and "range" in error.message:
             fail(f"{what} raised {error.type_name}: {error.message}", "not-capped")
         raise
+    if not same(result, expected) and temperature != 0:
+        # Two generators seeded alike give the same draws, unless the draw ignores them.
+        again = student.call("sample_next", logits, temperature, top_k, seeded(seed))
+        if not same(result, again):
+            fail(
+                f"{what}: two calls with generators seeded alike drew differently", "own-generator"
+            )
     expect_close(result, expected, what, mistakes=answers)
 
 
@@ -241,6 +248,8 @@ def check_keys(got: dict, hf: dict, what: str) -> None:
         return
     missing = sorted(set(expected) - set(keys))
     extra = sorted(set(keys) - set(expected))
+    if "transformer.lm_head.weight" in extra:
+        fail(f"{what}: unexpected key transformer.lm_head.weight", "prefixes-lm-head")
     diagnose(
         keys,
         answers,
@@ -263,6 +272,10 @@ def check_values(got: dict, hf: dict, what: str) -> None:
     if same({k: got[k] for k in shared}, {k: expected[k] for k in shared}, rtol=0, atol=0):
         return
     wrong = [k for k in shared if not same(got[k], expected[k], rtol=0, atol=0)]
+    wte = got.get("transformer.wte.weight")
+    given = "lm_head.weight" in hf and "transformer.lm_head.weight" not in got
+    if wrong == ["lm_head.weight"] and given and same(got[wrong[0]], wte):
+        fail(f"{what} replaced the given lm_head.weight by wte", "replaced-lm-head")
     answers = {
         key: state.then(lambda d: {k: d[k] for k in shared}) for key, state in mistakes.items()
     }
@@ -297,3 +310,21 @@ def test_load_gpt2_hub_keys(student):
     got = load(student, hf, "load_gpt2_state_dict(the Hub's keys)")
     check_keys(got, hf, "load_gpt2_state_dict(keys without 'transformer.', no lm_head)")
     check_values(got, hf, "load_gpt2_state_dict(keys without 'transformer.', no lm_head)")
+
+
+@pytest.mark.check("sample-top-k-ties")
+def test_sample_top_k_ties(student):
+    row = torch.tensor([3.0, 1.0, 3.0, 0.0, 3.0, -1.0])
+    logits = row.repeat(400, 1)
+    check_sample(student, logits, "sample_next with tied logits, top_k=2", top_k=2, seed=5)
+
+
+@pytest.mark.check("load-gpt2-keeps-lm-head")
+def test_load_gpt2_keeps_lm_head(student):
+    hf = gpt2_state(1, 4, 6, 3, seed=9, prefix=False, lm_head=True)
+    got = load(student, hf, "load_gpt2_state_dict")
+    head, wte = got.get("lm_head.weight"), got.get("transformer.wte.weight")
+    if isinstance(head, torch.Tensor) and same(head, wte) and not same(hf["lm_head.weight"], wte):
+        fail("load_gpt2_state_dict replaced the given lm_head.weight by wte", "replaced-lm-head")
+    check_keys(got, hf, "load_gpt2_state_dict")
+    check_values(got, hf, "load_gpt2_state_dict")

@@ -8,8 +8,22 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import as_float, as_tensor, expect_close, fail, randn
+from graders.checking import as_float, as_tensor, describe, expect_close, fail, randn, same
 from graders.client import StudentError
+
+IGNORED = torch.tensor([3, -100, 9, -100, -100, 1, 4])
+
+
+def ignores_by_default(student) -> bool:
+    """Whether cross_entropy leaves -100 targets out as it should: a mistake that shows only
+    with another ignore_index, or with nothing left, is named only when this holds (else the
+    answer is that of the mistake this case shows)."""
+    logits = randn(2, 7, 10)
+    try:
+        got = student.call("cross_entropy", logits, IGNORED)
+    except StudentError:
+        return False
+    return same(got, oracle.cross_entropy(logits, IGNORED, -100), rtol=1e-5, atol=1e-6)
 
 
 def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
@@ -20,7 +34,7 @@ def check_ce(student, logits, targets, what, ignore_index=None, **tolerance):
         key: later.cross_entropy(logits, targets, index, mistake=key)
         for key in ("mean-over-all", "sum", "negated", "no-max-back")
     }
-    if index != -100:  # the answer of a function that ignores -100 whatever it is given
+    if index != -100 and ignores_by_default(student):  # it ignores -100 whatever it is given
         mistakes["hard-coded-ignore"] = later.cross_entropy(logits, targets, -100)
     try:
         result = student.call("cross_entropy", *args)
@@ -48,12 +62,11 @@ def test_ce_matches_torch(student):
 
 @pytest.mark.check("ce-ignore-index")
 def test_ce_ignore_index(student):
-    targets = torch.tensor([3, -100, 9, -100, -100, 1, 4])
     check_ce(
         student,
         randn(2, 7, 10),
-        targets,
-        f"cross_entropy(logits [7, 10], targets {targets.tolist()})",
+        IGNORED,
+        f"cross_entropy(logits [7, 10], targets {IGNORED.tolist()})",
     )
 
 
@@ -77,13 +90,41 @@ def test_ce_large_logits(student):
     check_ce(student, logits, targets, "cross_entropy(logits around 1e4)", rtol=1e-5, atol=1e-2)
 
 
+@pytest.mark.check("ce-all-ignored")
+def test_ce_all_ignored(student):
+    what = "cross_entropy with every target ignored"
+    result = as_tensor(
+        student.call("cross_entropy", randn(7, 3, 5), torch.full((3,), -100)), what, kind="float"
+    )
+    if result.shape == () and result.item() == 0 and ignores_by_default(student):
+        fail(f"{what} gave 0, expected nan", "zero-when-all-ignored")
+    if result.shape != () or not math.isnan(result.item()):
+        fail(f"{what} gave {describe(result)} {result.tolist()}, expected nan")
+
+
+@pytest.mark.check("ce-gradient")
+def test_ce_gradient(student):
+    logits, targets = randn(8, 6, 9), torch.tensor([2, -100, 0, 8, -100, 5])
+    got = student.scenario("grad", args=[logits, targets], wrt=[0])
+    grads = got["grads"] if isinstance(got, dict) else None
+    if not isinstance(grads, list) or len(grads) != 1 or grads[0] is None:
+        fail("no gradient reached the logits", "detached")
+    expect_close(
+        grads[0],
+        oracle.cross_entropy_grad(logits, targets),
+        "the gradient of cross_entropy with respect to the logits",
+        rtol=1e-4,
+        atol=1e-6,
+    )
+
+
 def check_lm_loss(student, logits, ids, what, ignore_index=None):
     args = (logits, ids) if ignore_index is None else (logits, ids, ignore_index)
     index = -100 if ignore_index is None else ignore_index
     expected = oracle.lm_loss(logits, ids, index)
     mistakes = {
         key: later.lm_loss(logits, ids, index, mistake=key)
-        for key in ("not-shifted", "shifted-backwards")
+        for key in ("not-shifted", "shifted-backwards", "sum", "row-means")
     }
     if index != -100:  # the answer of an lm_loss that does not pass ignore_index on
         mistakes["ignore-index-dropped"] = later.lm_loss(logits, ids, -100)

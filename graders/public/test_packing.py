@@ -9,7 +9,10 @@ from graders.answers import later, oracle
 from graders.checking import as_pair, expect_close
 
 EOS = 0
-PACK_MISTAKES = (("no-eos", "eos-first", "padded-last-row", "row-per-doc"), ("eos-next-doc",))
+PACK_MISTAKES = (
+    ("no-eos", "no-last-eos", "eos-first", "padded-last-row", "row-per-doc"),
+    ("eos-next-doc",),
+)
 
 
 def check_pack(student, docs, seq_len, what, *, part: int | None = None) -> None:
@@ -33,6 +36,8 @@ DOCS = [[11, 12, 13], [21, 22], [31, 32, 33, 34, 35], [41]]
 def test_pack_rows(student):
     check_pack(student, [[1, 2], [3, 4, 5]], 3, "pack([[1, 2], [3, 4, 5]], 3, eos=0)", part=0)
     check_pack(student, DOCS, 4, f"pack({DOCS}, 4, eos=0)", part=0)
+    # The last eos completes the last row: without it that row is dropped.
+    check_pack(student, [[1, 2], [3, 4]], 3, "pack([[1, 2], [3, 4]], 3, eos=0)", part=0)
 
 
 @pytest.mark.check("pack-doc-ids")

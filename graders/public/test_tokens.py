@@ -134,10 +134,16 @@ def test_bpe_merge_gpt2(student):
         check_merge(student, data, gpt2_sub_ranks(data), f"bpe_merge({data!r}, GPT-2's ranks)")
 
 
+def check_no_eot_appended(result: list[int], expected: list[int], what: str) -> None:
+    if result == [*expected, EOT_ID]:
+        fail(f"{what} ends with id {EOT_ID}, which the text does not hold", "appends-eot")
+
+
 def check_encode(student, text: str, what: str) -> None:
     expected = oracle.encode(text)
     whole = later.encode(text, mistake="no-split")
     result = as_list(student.call("encode", text), what, as_int)
+    check_no_eot_appended(result, expected, what)
     if result != expected and EOT_ID in result and "<|endoftext|>" in text:
         fail(f"{what} contains id {EOT_ID}", "special-token")
     expect_equal(result, expected, what, mistakes={"no-split": whole} if text else None)
@@ -156,8 +162,9 @@ def test_encode_endoftext_plain(student):
     text = "The end.<|endoftext|>A new story"
     expected = oracle.encode(text)
     result = as_list(student.call("encode", text), f"encode({text!r})", as_int)
+    check_no_eot_appended(result, expected, f"encode({text!r})")
     if EOT_ID in result:
-        fail(f"encode({text!r}) contains id {EOT_ID}")
+        fail(f"encode({text!r}) contains id {EOT_ID}", "special-token")
     expect_equal(result, expected, f"encode({text!r})")
 
 

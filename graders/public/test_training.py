@@ -75,6 +75,19 @@ def test_lr_cosine(student):
     )
 
 
+@pytest.mark.check("lr-no-warmup")
+def test_lr_no_warmup(student):
+    check_schedule(
+        student,
+        [0, 1, 5, 10, 11],
+        "lr_at(step, warmup_steps=0, max_steps=10)",
+        max_lr=1.0,
+        min_lr=0.1,
+        warmup_steps=0,
+        max_steps=10,
+    )
+
+
 @pytest.mark.check("lr-after-max")
 def test_lr_after_max(student):
     check_schedule(
@@ -326,7 +339,16 @@ def _params_gap(got: list, expected: list) -> str:
     return ""
 
 
-STEP_MISTAKES = ("unscaled", "last-batch-only", "no-step")
+# Every check of train_step's parameters names any of these: one mistake, however it shows.
+STEP_MISTAKES = (
+    "unscaled",
+    "last-batch-only",
+    "no-step",
+    "no-clip",
+    "token-weighted",
+    "clamps-ignored",
+    "counts-ignored",
+)
 
 
 @pytest.mark.check("train-step-update")
@@ -350,14 +372,8 @@ def test_train_step_unequal_batches(student):
     ]
     what = "train_step(toy model, micro-batches of 3, 13 and 4 counted targets)"
     got = run_step(student, config)
-    check_params(got, config, what, ("token-weighted", *STEP_MISTAKES))
-    losses = oracle.micro_losses(config)
-    loss = as_float(got["losses"][0], "the loss train_step returned", allow_int=False)
-    if not math.isclose(loss, sum(losses) / len(losses), rel_tol=1e-5):
-        fail(
-            f"{what} returned {loss:.6g}; the micro-batch losses were "
-            f"{[round(v, 6) for v in losses]}, their mean {sum(losses) / len(losses):.6g}",
-        )
+    check_params(got, config, what, STEP_MISTAKES)
+    check_returned_mean(got, config, what)
 
 
 @pytest.mark.check("train-step-leaves-batches")
@@ -382,7 +398,7 @@ def test_train_step_clips(student):
         run_step(student, config),
         config,
         "train_step(toy model, 2 micro-batches, max_grad_norm=0.05)",
-        ("no-clip", *STEP_MISTAKES),
+        STEP_MISTAKES,
     )
 
 
@@ -396,11 +412,9 @@ def test_train_step_zeroes_grads(student):
     check_params(got, config, "two train_steps in a row", STEP_MISTAKES)
 
 
-@pytest.mark.check("train-step-returns-mean")
-def test_train_step_returns_mean(student):
-    config = step_config(4, 3)
+def check_returned_mean(got: dict, config: dict, what: str) -> None:
+    """The loss train_step returned is the plain mean of the first step's micro-batch losses."""
     losses = oracle.micro_losses(config)
-    got = run_step(student, config)
     loss = as_float(got["losses"][0], "the loss train_step returned", allow_int=False)
     mean = sum(losses) / len(losses)
     if math.isclose(loss, mean, rel_tol=1e-5):
@@ -409,8 +423,22 @@ def test_train_step_returns_mean(student):
         loss,
         {"sum": sum(losses), "last": losses[-1], "scaled": mean / len(losses)},
         rtol=1e-5,
-        detail=f"train_step returned {loss:.6g}; the micro-batch losses were "
+        detail=f"{what} returned {loss:.6g}; the micro-batch losses were "
         f"{[round(v, 6) for v in losses]}, their mean {mean:.6g}",
+    )
+
+
+@pytest.mark.check("train-step-returns-mean")
+def test_train_step_returns_mean(student):
+    config = step_config(4, 3)
+    check_returned_mean(run_step(student, config), config, "train_step")
+
+
+@pytest.mark.check("train-step-ignore-index")
+def test_train_step_ignore_index(student):
+    config = step_config(6, 3, ignore=0.4)
+    check_params(
+        run_step(student, config), config, "train_step with ignored targets", STEP_MISTAKES
     )
 
 
@@ -509,6 +537,11 @@ def test_evaluate_leaves_batches(student):
         )
 
 
+@pytest.mark.check("evaluate-one-pass")
+def test_evaluate_one_pass(student):
+    check_eval_loss(student, eval_config(4, 3, one_shot=True), "evaluate(a generator of batches)")
+
+
 # -- fit ------------------------------------------------------------------------------------------
 
 
@@ -571,14 +604,31 @@ def run_fit(student, config: dict, what: str) -> dict:
     }
 
 
-def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, ...]) -> None:
-    """Compare one ``part`` of the run: "history", "step_lrs" or "params"."""
+# Every check of fit names any of these: a mistake that shows in several checks' parts of the
+# run is named by each, and the report tells the student that the later ones follow from it.
+FIT_MISTAKES = (
+    "restarts-each-step",
+    "ignores-accum",
+    "no-cycle",
+    "cycle-replays",
+    "lr-after-step",
+    "lr-not-set",
+    "first-group-only",
+    "eval-off-by-one",
+    "no-final-eval",
+)
+
+
+def check_fit(
+    student, config: dict, what: str, part: str, mistakes: tuple[str, ...] = FIT_MISTAKES
+) -> None:
+    """Compare one ``part`` of the run ("history", "step_lrs" or "params"): the behaviour the
+    check is about, and nothing else, so that one mistake fails the checks it shows in."""
     expected = oracle.fit(config)
-    runs = {key: later.fit(config, mistake=key) for key in mistakes}
+    runs = {key: later.fit(config, mistake=key) for key in mistakes if key != "no-cycle"}
     got = run_fit(student, config, what)
-    if same(got[part], expected[part], rtol=1e-5, atol=1e-7) and same(
-        got["params"], expected["params"], rtol=1e-4, atol=1e-6
-    ):
+    tolerance = {"rtol": 1e-4, "atol": 1e-6} if part == "params" else {"rtol": 1e-5, "atol": 1e-7}
+    if same(got[part], expected[part], **tolerance):
         return
     answers = {key: run.then(lambda r: r[part]) for key, run in runs.items()}
     if part == "history":
@@ -591,16 +641,7 @@ def check_fit(student, config: dict, what: str, part: str, mistakes: tuple[str, 
     else:
         detail = f"{what}: the parameters after training are not the expected ones"
         detail += _params_gap([got["params"]], [expected["params"]])
-    if not same(got[part], expected[part], rtol=1e-5, atol=1e-7):
-        diagnose(got[part], answers, rtol=1e-5, atol=1e-7, detail=detail)
-    diagnose(
-        got["params"],
-        {key: run.then(lambda r: r["params"]) for key, run in runs.items()},
-        rtol=1e-4,
-        atol=1e-6,
-        detail=f"{what}: the parameters after training are not the expected ones"
-        + _params_gap([got["params"]], [expected["params"]]),
-    )
+    diagnose(got[part], answers, detail=detail, **tolerance)
 
 
 def _history_gap(got: list[dict], expected: list[dict]) -> str:
@@ -624,7 +665,6 @@ def test_fit_history(student):
         fit_config(1),
         "fit(steps=4, grad_accum=2, 3 train batches)",
         "history",
-        ("restarts-each-step", "ignores-accum"),
     )
 
 
@@ -635,7 +675,6 @@ def test_fit_sets_lr(student):
         fit_config(2, steps=3),
         "fit(steps=3, lr_schedule=0.3 * 0.7**step)",
         "step_lrs",
-        ("lr-after-step", "lr-not-set"),
     )
 
 
@@ -646,7 +685,6 @@ def test_fit_param_groups(student):
         fit_config(4, steps=3, optimizer="sgd-groups"),
         "fit(an optimizer with two param groups, lr_schedule=0.3 * 0.7**step)",
         "step_lrs",
-        ("first-group-only",),
     )
 
 
@@ -689,4 +727,17 @@ def test_fit_evaluates(student):
             detail=f"fit(steps=5, eval_every=2) evaluated after steps {evaluated}, "
             f"expected after steps {expected}",
         )
-    check_fit(student, config, "fit(steps=5, eval_every=2)", "history", ())
+
+
+@pytest.mark.check("fit-no-eval")
+@pytest.mark.parametrize("with_eval", [False, True], ids=["no-eval-batches", "no-eval-every"])
+def test_fit_no_eval(student, with_eval):
+    config = fit_config(7, steps=3, with_eval=with_eval)
+    check_fit(student, config, "fit", "history")
+
+
+@pytest.mark.check("fit-reshuffles")
+def test_fit_reshuffles(student):
+    # Three batches an epoch, two a step: steps straddle epochs, so the order matters.
+    config = fit_config(8, steps=4, grad_accum=2, n_batches=3, loader=True)
+    check_fit(student, config, "fit(a shuffling DataLoader)", "params")

@@ -94,8 +94,8 @@ def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
 def test_terminal_sequences_in_a_students_message_reach_neither_console_nor_report(tmp_path):
     import io
 
-    from grader_variants import Variant, build_target
     from rich.console import Console
+    from variants import Variant, build_target
 
     import graders
     from graders.report import render_lesson

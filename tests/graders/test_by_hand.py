@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from grader_variants import build_target, replace_definition
+from variants import build_target, replace_definition
 
 from core.manifest import load_manifest
 from graders.client import StudentError, WorkerClient

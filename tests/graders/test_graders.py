@@ -216,7 +216,7 @@ def test_results_survive_a_kill_and_the_worker_dies_with_the_checker(tmp_path):
 
 def test_a_check_can_set_its_own_timeout(tmp_path):
     """The manifest's per-check ``timeout`` (seconds per call) replaces the 10 s default."""
-    from grader_variants import Variant, build_target
+    from variants import Variant, build_target
 
     slow = Variant(
         "objective",
@@ -251,7 +251,7 @@ def test_trusted_dependencies_are_plugged_in_only_where_installed(tmp_path, monk
     """The instructor's graders run lm_loss with a trusted cross_entropy; a released copy of the
     graders (no graders/secret/trusted.py) runs it with the submission's own."""
     import torch
-    from grader_variants import Variant, build_target
+    from variants import Variant, build_target
 
     from graders import client as client_module
     from graders.client import StudentError
@@ -316,7 +316,7 @@ def test_terminal_report_header_on_its_own_line_and_hints_wrap_with_hanging_inde
 def test_each_windows_check_is_charged_only_for_its_own_mistake(tmp_path):
     """Wrong items with the right length keep `token-windows-len`; a global seed fails
     `make-loader-seeded` with a detail that shows the first batch that differs."""
-    from grader_variants import V, build_target
+    from variants import V, build_target
 
     wrong_items = V(
         "windows",
@@ -457,6 +457,7 @@ def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path, monkeypatch
     render_lesson(Console(file=out, width=200), report.lesson("windows"))
     text = out.getvalue()
     assert text.count(mistake) == 1
-    assert "shift-pairs, shift-any-shape: " + mistake in text
+    assert "shift-pairs: " + mistake in text
+    assert "one mistake: shift-any-shape fails from the same mistake too" in text
     assert "one mistake: TokenWindows uses shift, so token-windows-items fails too" in text
     assert "TokenWindows[0] is (x=[5], y=[5])" in text  # its detail still shows

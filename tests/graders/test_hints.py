@@ -250,3 +250,22 @@ def test_a_check_own_hint_describes_behaviour_not_a_fix():
     assert not advice, "default hints that give advice instead of the expected behaviour: " + (
         "; ".join(advice)
     )
+
+
+# A hint names the one clause of the contract that broke, and the report adds the link: no hint
+# restates a whole contract. Hidden checks' own hints may sum their contract up (they vary every
+# input), but the mistakes they name are one clause too.
+HINT_LIMIT = 120
+
+
+def test_every_hint_is_one_clause():
+    long = [
+        f"{check.id}: {key}: {text!r}"
+        for check in load_manifest().checks
+        for key, text in ([] if check.hidden else [("hint", check.hint)])
+        + list(check.mistakes.items())
+        if ";" in text or len(text) > HINT_LIMIT
+    ]
+    assert not long, f"hints of more than one clause (a ';' or over {HINT_LIMIT} characters): " + (
+        "; ".join(long)
+    )

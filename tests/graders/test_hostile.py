@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from borrower import borrowing_submission
 from by_hand_bindings import BINDINGS, objective_with
-from grader_variants import Variant, build_target
 from system_packages import require
+from variants import Variant, build_target
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,8 +194,8 @@ def hostile_run(tmp_path_factory) -> tuple[dict, Path]:
     directory = tmp_path_factory.mktemp("hostile")
     tree = grader_tree(directory)
     variants = [
-        Variant(module, name, "hostile", source.replace("GRADER_TREE", repr(str(tree))), hint)
-        for name, (module, source, hint) in HOSTILE.items()
+        Variant(module, name, "hostile", source.replace("GRADER_TREE", repr(str(tree))))
+        for name, (module, source, _) in HOSTILE.items()
     ]
     target = build_target(directory, variants)
     with open(target / "generation.py", "a") as f:  # a module that hangs on import

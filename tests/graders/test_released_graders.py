@@ -5,7 +5,7 @@ checks replay the answers recorded at release time (graders/answers.py), and its
 function with the submission's own versions of the functions it builds on. These tests grade with
 the released graders themselves (every lesson's release/SLUG/graders/, merged into one tree, run in
 a process of their own): full marks on solutions/, none on exercises/, every wrong variant of
-tests/grader_variants.py that a public check catches rejected with the hint that names its mistake,
+tests/graders/variants/ that a public check catches rejected with the hint that names its mistake,
 and every correct variant written differently given every point.
 """
 
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from grader_variants import (
+from variants import (
     RIGHT,
     WRONG,
     Variant,
@@ -152,14 +152,11 @@ def _rounds(variants: list[Variant]) -> list[list[Variant]]:
     return groups
 
 
-PUBLIC_WRONG = [v for v in WRONG if not v.hidden]
-
-
 @pytest.fixture(scope="module")
 def variant_reports(released_tree, tmp_path_factory) -> dict[str, list[dict]]:
     """Each variant's checks, as the released graders judged them (one process for all)."""
     jobs, groups = [], []
-    for kind, variants in (("wrong", PUBLIC_WRONG), ("right", RIGHT)):
+    for kind, variants in (("wrong", WRONG), ("right", RIGHT)):
         for i, group in enumerate(_rounds(variants)):
             where = tmp_path_factory.mktemp(f"{kind}-{i}")
             target = build_target(where, group)
@@ -180,13 +177,13 @@ def variant_reports(released_tree, tmp_path_factory) -> dict[str, list[dict]]:
     return found
 
 
-@pytest.mark.parametrize("variant", PUBLIC_WRONG, ids=[v.id for v in PUBLIC_WRONG])
+@pytest.mark.parametrize("variant", WRONG, ids=[v.id for v in WRONG])
 def test_released_graders_reject_a_wrong_implementation_with_its_hint(variant_reports, variant):
     checks = variant_reports[variant.id]
     failed = [c for c in checks if not c["passed"]]
     assert failed, f"{variant.id} passed every public check of {variant.function}"
     assert not any("AnswerMissing" in (c["detail"] or "") for c in failed), failed
-    assert_hints_name_the_mistake(variant, failed)
+    assert_hints_name_the_mistake(variant, failed, MANIFEST)
 
 
 @pytest.mark.parametrize("variant", RIGHT, ids=[v.id for v in RIGHT])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from by_hand_bindings import BINDINGS, objective_with
-from grader_variants import build_target
+from variants import build_target
 from system_packages import require
 
 from graders.client import WorkerClient

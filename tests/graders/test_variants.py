@@ -1,17 +1,19 @@
-"""Wrong implementations lose points with the hint that names their mistake; correct ones written
-differently keep every point. Variants: tests/grader_variants.py."""
+"""Wrong implementations lose points with the hint that names their mistake, from the public
+checks; correct ones written differently keep every point; every mistake the manifest diagnoses
+is made by a variant. Variants: tests/graders/variants/."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from grader_variants import (
+from variants import (
     RIGHT,
     WRONG,
     Variant,
     assert_hints_name_the_mistake,
     build_target,
+    mistake_hint,
     rounds,
 )
 
@@ -25,7 +27,8 @@ LESSON_OF_MODULE = {lesson.module: lesson.slug for lesson in MANIFEST.lessons}
 
 class Rounds:
     """Grades each round of variants once, on first use: wrong ones with the public checks
-    (and the hidden ones for the variants only those catch), right ones with both."""
+    only (the student must be able to find every mistake before the hidden checks), right ones
+    with both."""
 
     def __init__(self, variants: list[Variant], directory: Path, hidden: bool) -> None:
         self.groups = rounds(variants)
@@ -43,7 +46,7 @@ class Rounds:
             self.reports[index] = graders.grade(
                 target,
                 lessons=sorted({LESSON_OF_MODULE[v.module] for v in group}),
-                hidden=self.hidden or group[0].hidden,
+                hidden=self.hidden,
                 json_path=where / "report.json",
                 functions=sorted({v.function for v in group}),
                 reveal_hidden=True,
@@ -72,7 +75,7 @@ def test_wrong_implementation_is_rejected_with_its_hint(wrong_rounds, variant):
     checks = checks_of(wrong_rounds.report_for(variant), variant)
     failed = [c for c in checks if not c["passed"]]
     assert failed, f"{variant.id} passed every check of {variant.function}"
-    assert_hints_name_the_mistake(variant, failed)
+    assert_hints_name_the_mistake(variant, failed, MANIFEST)
 
 
 @pytest.mark.parametrize("variant", RIGHT, ids=[v.id for v in RIGHT])
@@ -90,3 +93,22 @@ def test_every_exercise_function_has_two_wrong_variants():
     thin = sorted(f"{m}.{f}" for (m, f), n in counts.items() if n < 2)
     assert not thin, f"fewer than two wrong implementations for {thin}"
     assert len(functions) >= 20
+
+
+def test_every_wrong_variant_declares_a_mistake_of_its_function():
+    for variant in WRONG:
+        mistake_hint(variant, MANIFEST)  # fails naming the variant and the unknown key
+
+
+def test_every_diagnosed_mistake_is_made_by_a_variant():
+    """A diagnosis that no variant makes is never tested to fire (the rejection test above
+    checks that each variant's own diagnosis does)."""
+    made = {(v.module, v.function, v.mistake) for v in WRONG}
+    never = [
+        f"{lesson.module}.{check.function}: {key}"
+        for lesson in MANIFEST.lessons
+        for check in lesson.checks
+        for key in check.mistakes
+        if (lesson.module, check.function, key) not in made
+    ]
+    assert not never, "diagnoses no wrong variant makes: " + ", ".join(sorted(set(never)))

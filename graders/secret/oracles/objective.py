@@ -33,6 +33,13 @@ def cross_entropy(
     raise unknown(mistake)
 
 
+def cross_entropy_grad(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
+    """The gradient of the mean loss with respect to the logits."""
+    leaf = logits.clone().requires_grad_(True)
+    F.cross_entropy(leaf, targets, ignore_index=ignore_index).backward()
+    return leaf.grad
+
+
 def lm_loss(
     logits: Tensor, ids: Tensor, ignore_index: int = -100, mistake: str | None = None
 ) -> Tensor:
@@ -43,6 +50,19 @@ def lm_loss(
         return F.cross_entropy(
             logits[:, 1:].reshape(-1, V), ids[:, :-1].reshape(-1), ignore_index=ignore_index
         )
+    if mistake == "sum":
+        return F.cross_entropy(
+            logits[:, :-1].reshape(-1, V),
+            ids[:, 1:].reshape(-1),
+            ignore_index=ignore_index,
+            reduction="sum",
+        )
+    if mistake == "row-means":
+        rows = [
+            F.cross_entropy(row[:-1], row_ids[1:], ignore_index=ignore_index)
+            for row, row_ids in zip(logits, ids, strict=True)
+        ]
+        return torch.stack(rows).mean()
     if mistake is not None:
         raise unknown(mistake)
     return F.cross_entropy(

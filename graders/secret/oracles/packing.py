@@ -11,6 +11,7 @@ from . import unknown
 
 _PACK_MISTAKES = {
     "no-eos": {"with_eos": False},
+    "no-last-eos": {"last_eos": False},
     "eos-first": {"eos_first": True},
     "padded-last-row": {"pad": True},
     "row-per-doc": {"per_doc": True},
@@ -30,9 +31,11 @@ def pack(
     pad = flags.get("pad", False)
     per_doc = flags.get("per_doc", False)
     eos_next = flags.get("eos_next", False)
+    last_eos = flags.get("last_eos", True)
     stream, owner = [], []
     for i, doc in enumerate(docs):
-        tokens = ([eos] + doc if eos_first else doc + [eos]) if with_eos else list(doc)
+        ends = with_eos and (last_eos or i < len(docs) - 1)
+        tokens = ([eos] + doc if eos_first else doc + [eos]) if ends else list(doc)
         owners = [i] * len(tokens)
         if eos_next and with_eos and not eos_first:
             owners[-1] = i + 1

@@ -176,6 +176,32 @@ def _token_weighted(model, micro_batches, optimizer, max_grad_norm=1.0):
     return 0.0
 
 
+def _loss_step(loss_of):
+    """A step whose micro-batch losses come from ``loss_of(logits, y)`` (a mistaken loss)."""
+
+    def step(model, micro_batches, optimizer, max_grad_norm=1.0):
+        model.train()
+        for x, y in micro_batches:
+            logits = model(x).flatten(0, -2).float()
+            (loss_of(logits, y.flatten()) / len(micro_batches)).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+        return 0.0
+
+    return step
+
+
+def _clamped(logits: Tensor, y: Tensor) -> Tensor:
+    """The mistake: ignored targets (-100) turned into class 0."""
+    return F.cross_entropy(logits, y.clamp(min=0))
+
+
+def _over_all(logits: Tensor, y: Tensor) -> Tensor:
+    """The mistake: the kept targets' losses summed, divided by every target, ignored ones too."""
+    return F.cross_entropy(logits, y, ignore_index=-100, reduction="sum") / y.numel()
+
+
 _STEPS: dict[str | None, Callable[..., Any]] = {
     None: trusted.train_step,
     "token-weighted": _token_weighted,
@@ -183,6 +209,8 @@ _STEPS: dict[str | None, Callable[..., Any]] = {
     "no-clip": functools.partial(trusted.train_step, clip=False),
     "last-batch-only": _zero_each_batch,
     "no-step": _no_step,
+    "clamps-ignored": _loss_step(_clamped),
+    "counts-ignored": _loss_step(_over_all),
 }
 
 
