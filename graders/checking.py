@@ -292,13 +292,15 @@ def diagnose(
     detail: str,
     rtol: float = 1e-5,
     atol: float = 1e-6,
+    otherwise: str | None = None,
 ) -> NoReturn:
     """Fail with ``detail``, naming the first mistake whose answer ``value`` matches (an answer
-    may be a ``Deferred``: it is computed here, only when needed)."""
+    may be a ``Deferred``: it is computed here, only when needed), else ``otherwise`` (a mistake
+    that the failure itself shows, told only when no mistake's answer explains it better)."""
     for key, wrong in (mistakes or {}).items():
         if same(value, resolve(wrong), rtol=rtol, atol=atol):
             fail(detail, key)
-    fail(detail)
+    fail(detail, otherwise)
 
 
 def same(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:

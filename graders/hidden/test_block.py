@@ -105,9 +105,9 @@ def test_merge_heads_random(student, B, H, T, D):
     check(student, "merge_heads", (y,), f"merge_heads(y [{B}, {H}, {T}, {D}])", keys)
 
 
-@pytest.mark.check("self-attention-random")
-@hidden_settings
-@given(
+# A block's or its attention's inputs: x [B, T, H·D], weights, and no mask, the causal one or
+# documents'.
+ATTENTION_INPUTS = dict(
     seed=st.integers(0, 2**31),
     B=st.integers(1, 3),
     T=st.integers(1, 7),
@@ -116,11 +116,23 @@ def test_merge_heads_random(student, B, H, T, D):
     bias=st.booleans(),
     kind=st.sampled_from(["none", "causal", "documents"]),
 )
-def test_self_attention_random(student, seed, B, T, H, D, bias, kind):
+
+
+def _attention_args(seed, B, T, H, D, bias, kind, prefix: str | None = None) -> tuple:
+    """(x, params, H[, mask]): a block's weights, or those under ``prefix`` only."""
     g = _gen(seed)
-    params = _part(_params(g, H * D, bias), "attn.")
+    params = _params(g, H * D, bias)
+    if prefix is not None:
+        params = _part(params, prefix)
     x = torch.randn(B, T, H * D, generator=g)
-    args = (x, params, H) if kind == "none" else (x, params, H, _mask(g, B, T, kind))
+    return (x, params, H) if kind == "none" else (x, params, H, _mask(g, B, T, kind))
+
+
+@pytest.mark.check("self-attention-random")
+@hidden_settings
+@given(**ATTENTION_INPUTS)
+def test_self_attention_random(student, **inputs):
+    args = _attention_args(**inputs, prefix="attn.")
     check(student, "self_attention", args, "self_attention", ATTENTION_MISTAKES, **TOLERANCE)
 
 
@@ -141,20 +153,9 @@ def test_mlp_random(student, seed, lead, C, bias):
 
 @pytest.mark.check("block-random")
 @hidden_settings
-@given(
-    seed=st.integers(0, 2**31),
-    B=st.integers(1, 3),
-    T=st.integers(1, 7),
-    H=st.integers(1, 4),
-    D=st.integers(1, 5),
-    bias=st.booleans(),
-    kind=st.sampled_from(["none", "causal", "documents"]),
-)
-def test_block_random(student, seed, B, T, H, D, bias, kind):
-    g = _gen(seed)
-    params = _params(g, H * D, bias)
-    x = torch.randn(B, T, H * D, generator=g)
-    args = (x, params, H) if kind == "none" else (x, params, H, _mask(g, B, T, kind))
+@given(**ATTENTION_INPUTS)
+def test_block_random(student, **inputs):
+    args = _attention_args(**inputs)
     check(student, "transformer_block", args, "transformer_block", BLOCK_MISTAKES, **TOLERANCE)
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import as_tensor, expect_close, fail, randn
+from graders.checking import as_tensor, diagnose, expect_close, fail, randn
 
 
 def check_mask(student, T: int) -> None:
@@ -52,7 +52,8 @@ def check_attention(student, q, k, v, mask, what, **tolerance):
         and value.is_floating_point()
         and not bool(value.isfinite().all())
     ):
-        fail(f"{what} holds NaN or inf, expected finite values", "overflow")
+        detail = f"{what} holds NaN or inf, expected finite values"
+        diagnose(value, mistakes, detail=detail, otherwise="overflow", **tolerance)
     expect_close(out, expected, what, mistakes=mistakes, **tolerance)
 
 
