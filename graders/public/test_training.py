@@ -150,7 +150,13 @@ def run_adamw(student, case: dict, hyper: dict) -> dict:
     state: dict = {}
     for t, grads in enumerate(case["grads"], start=1):
         what = f"adamw_step (step {t})"
-        result = student.call("adamw_step", params, grads, state, **hyper)
+        try:
+            result = student.call("adamw_step", params, grads, state, **hyper)
+        except StudentError as error:
+            # One pair of moments carried on from a parameter to the next of another shape.
+            if error.is_a("RuntimeError") and "must match the size" in error.message:
+                fail(error.detail, "shared-state")
+            raise
         if type(result) not in (tuple, list) or len(result) != 2:
             fail(f"{what} should return (new parameters, new state), got {describe(result)}")
         params = as_list(result[0], f"the parameters {what} returned", as_tensor)
