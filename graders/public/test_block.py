@@ -135,7 +135,14 @@ def check(student, function, args, what, keys, *, raised=(), **tolerance):
 
 # -- layer_norm ---------------------------------------------------------------------------------
 
-LN_MISTAKES = ("unbiased-variance", "eps-outside-sqrt", "wrong-axis", "no-affine", "std-not-var")
+LN_MISTAKES = (
+    "unbiased-variance",
+    "eps-outside-sqrt",
+    "wrong-axis",
+    "no-affine",
+    "std-not-var",
+    "no-eps",
+)
 # Rows of very different scales: eps matters only where the variance is small.
 ROW_SCALES = torch.tensor([0.003, 0.03, 1.0, 10.0, 3.0]).view(1, 5, 1)
 
