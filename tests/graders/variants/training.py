@@ -5,6 +5,40 @@ from __future__ import annotations
 
 from .base import V, Variant, changed
 
+# fit written out; the wrong variants below change one line.
+FIT = """
+def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
+        eval_batches=None, eval_every=None):
+    batches = _cycle(train_batches)
+    history = []
+    for step in range(steps):
+        lr = lr_schedule(step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        micro = [next(batches) for _ in range(grad_accum)]
+        record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
+        due = eval_every is not None and (step + 1) % eval_every == 0
+        if eval_batches is not None and (due or step == steps - 1):
+            record["eval_loss"] = evaluate(model, eval_batches)
+        history.append(record)
+    return history
+"""
+
+# train_step written out; the wrong variants below change one line.
+TRAIN_STEP = """
+def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
+    model.train()
+    total = 0.0
+    for x, y in micro_batches:
+        loss = next_token_loss(model, x, y)
+        (loss / len(micro_batches)).backward()
+        total += loss.item()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return total / len(micro_batches)
+"""
+
 # adamw_step written out; the wrong variants below change one line.
 ADAMW = """
     def adamw_step(params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0):
@@ -231,18 +265,7 @@ WRONG: list[Variant] = [
         "train_step",
         "not-zeroed",
         "not-zeroed",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                loss = next_token_loss(model, x, y)
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            return total / len(micro_batches)
-    """,
+        changed(TRAIN_STEP, "    optimizer.zero_grad(set_to_none=True)\n", ""),
     ),
     V(
         "training",
@@ -285,19 +308,11 @@ WRONG: list[Variant] = [
         "train_step",
         "returns-sum",
         "sum",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                loss = next_token_loss(model, x, y)
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad()
-            return total
-    """,
+        changed(
+            TRAIN_STEP,
+            "    optimizer.zero_grad(set_to_none=True)\n    return total / len(micro_batches)\n",
+            "    optimizer.zero_grad()\n    return total\n",
+        ),
     ),
     V(
         "training",
@@ -344,115 +359,59 @@ WRONG: list[Variant] = [
         "train_step",
         "last-loss",
         "last",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                loss = next_token_loss(model, x, y)
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return loss.item()
-    """,
+        changed(TRAIN_STEP, "    return total / len(micro_batches)\n", "    return loss.item()\n"),
     ),
     V(
         "training",
         "train_step",
         "scaled-loss",
         "scaled",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                loss = next_token_loss(model, x, y)
-                (loss / len(micro_batches)).backward()
-                total += (loss / len(micro_batches)).item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return total / len(micro_batches)
-    """,
+        changed(
+            TRAIN_STEP,
+            "        total += loss.item()\n",
+            "        total += (loss / len(micro_batches)).item()\n",
+        ),
     ),
     V(
         "training",
         "train_step",
         "zero-in-loop",
         "last-batch-only",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                optimizer.zero_grad()
-                loss = next_token_loss(model, x, y)
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return total / len(micro_batches)
-    """,
+        changed(
+            TRAIN_STEP,
+            "    for x, y in micro_batches:\n",
+            "    for x, y in micro_batches:\n        optimizer.zero_grad()\n",
+        ),
     ),
     V(
         "training",
         "train_step",
         "no-step",
         "no-step",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                loss = next_token_loss(model, x, y)
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.zero_grad(set_to_none=True)
-            return total / len(micro_batches)
-    """,
+        changed(TRAIN_STEP, "    optimizer.step()\n", ""),
     ),
     V(
         "training",
         "train_step",
         "clamps-ignored",
         "clamps-ignored",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                loss = next_token_loss(model, x, y.clamp(min=0))
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return total / len(micro_batches)
-    """,
+        changed(
+            TRAIN_STEP,
+            "        loss = next_token_loss(model, x, y)\n",
+            "        loss = next_token_loss(model, x, y.clamp(min=0))\n",
+        ),
     ),
     V(
         "training",
         "train_step",
         "counts-ignored",
         "counts-ignored",
-        """
-        def train_step(model, micro_batches, optimizer, max_grad_norm=1.0):
-            model.train()
-            total = 0.0
-            for x, y in micro_batches:
-                logits = model(x).flatten(0, -2)
-                loss = F.cross_entropy(logits, y.flatten(), reduction="sum") / y.numel()
-                (loss / len(micro_batches)).backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            return total / len(micro_batches)
-    """,
+        changed(
+            TRAIN_STEP,
+            "        loss = next_token_loss(model, x, y)\n",
+            "        logits = model(x).flatten(0, -2)\n"
+            '        loss = F.cross_entropy(logits, y.flatten(), reduction="sum") / y.numel()\n',
+        ),
     ),
     V(
         "training",
@@ -610,92 +569,42 @@ WRONG: list[Variant] = [
         "fit",
         "eval-from-zero",
         "eval-off-by-one",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and step % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            "        due = eval_every is not None and (step + 1) % eval_every == 0\n",
+            "        due = eval_every is not None and step % eval_every == 0\n",
+        ),
     ),
     V(
         "training",
         "fit",
         "no-cycle",
         "no-cycle",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = iter(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT, "    batches = _cycle(train_batches)\n", "    batches = iter(train_batches)\n"
+        ),
     ),
     V(
         "training",
         "fit",
         "itertools-cycle",
         "cycle-replays",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            import itertools
-            batches = itertools.cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            "    batches = _cycle(train_batches)\n",
+            "    import itertools\n    batches = itertools.cycle(train_batches)\n",
+        ),
     ),
     V(
         "training",
         "fit",
         "first-group-only",
         "first-group-only",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                optimizer.param_groups[0]["lr"] = lr
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            '        for group in optimizer.param_groups:\n            group["lr"] = lr\n',
+            '        optimizer.param_groups[0]["lr"] = lr\n',
+        ),
     ),
     V(
         "training",
@@ -727,115 +636,54 @@ WRONG: list[Variant] = [
         "fit",
         "one-batch-a-step",
         "ignores-accum",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                micro = [next(batches) for _ in range(1)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            "        micro = [next(batches) for _ in range(grad_accum)]\n",
+            "        micro = [next(batches) for _ in range(1)]\n",
+        ),
     ),
     V(
         "training",
         "fit",
         "lr-not-set",
         "lr-not-set",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT, '        for group in optimizer.param_groups:\n            group["lr"] = lr\n', ""
+        ),
     ),
     V(
         "training",
         "fit",
         "no-final-eval",
         "no-final-eval",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and due:
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            "        if eval_batches is not None and (due or step == steps - 1):\n",
+            "        if eval_batches is not None and due:\n",
+        ),
     ),
     V(
         "training",
         "fit",
         "no-eval-without-every",
         "no-final-eval",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                scheduled = eval_every is not None and (due or step == steps - 1)
-                if eval_batches is not None and scheduled:
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            "        if eval_batches is not None and (due or step == steps - 1):\n",
+            "        scheduled = eval_every is not None and (due or step == steps - 1)\n"
+            "        if eval_batches is not None and scheduled:\n",
+        ),
     ),
     V(
         "training",
         "fit",
         "restarts-each-step",
         "restarts-each-step",
-        """
-        def fit(model, optimizer, train_batches, *, steps, grad_accum, lr_schedule,
-                eval_batches=None, eval_every=None):
-            batches = _cycle(train_batches)
-            history = []
-            for step in range(steps):
-                lr = lr_schedule(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                batches = _cycle(train_batches)
-                micro = [next(batches) for _ in range(grad_accum)]
-                record = {"step": step, "lr": lr, "loss": train_step(model, micro, optimizer)}
-                due = eval_every is not None and (step + 1) % eval_every == 0
-                if eval_batches is not None and (due or step == steps - 1):
-                    record["eval_loss"] = evaluate(model, eval_batches)
-                history.append(record)
-            return history
-    """,
+        changed(
+            FIT,
+            '            group["lr"] = lr\n',
+            '            group["lr"] = lr\n        batches = _cycle(train_batches)\n',
+        ),
     ),
 ]
 
