@@ -3,7 +3,23 @@ making the mistake it names, and correct ones written differently."""
 
 from __future__ import annotations
 
-from .base import V, Variant
+from .base import V, Variant, changed
+
+# load_gpt2_state_dict written out; the wrong variants below change one line.
+LOAD_GPT2 = """
+def load_gpt2_state_dict(hf_state):
+    ours = {}
+    for key, value in hf_state.items():
+        if key.endswith(MASK_BUFFERS):
+            continue
+        if key != "lm_head.weight" and not key.startswith("transformer."):
+            key = "transformer." + key
+        if key.endswith(CONV1D_WEIGHTS):
+            value = value.t()
+        ours[key] = value
+    ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
+    return ours
+"""
 
 WRONG: list[Variant] = [
     V(
@@ -285,38 +301,22 @@ WRONG: list[Variant] = [
         "load_gpt2_state_dict",
         "drops-c-attn-bias",
         "drops-c-attn-bias",
-        """
-        def load_gpt2_state_dict(hf_state):
-            ours = {}
-            for key, value in hf_state.items():
-                if key.endswith(("attn.bias", "attn.masked_bias")):
-                    continue
-                if key != "lm_head.weight" and not key.startswith("transformer."):
-                    key = "transformer." + key
-                if key.endswith(CONV1D_WEIGHTS):
-                    value = value.t()
-                ours[key] = value
-            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
-            return ours
-    """,
+        changed(
+            LOAD_GPT2,
+            "        if key.endswith(MASK_BUFFERS):\n",
+            '        if key.endswith(("attn.bias", "attn.masked_bias")):\n',
+        ),
     ),
     V(
         "generation",
         "load_gpt2_state_dict",
         "no-transpose",
         "not-transposed",
-        """
-        def load_gpt2_state_dict(hf_state):
-            ours = {}
-            for key, value in hf_state.items():
-                if key.endswith(MASK_BUFFERS):
-                    continue
-                if key != "lm_head.weight" and not key.startswith("transformer."):
-                    key = "transformer." + key
-                ours[key] = value
-            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
-            return ours
-    """,
+        changed(
+            LOAD_GPT2,
+            "        if key.endswith(CONV1D_WEIGHTS):\n            value = value.t()\n",
+            "",
+        ),
     ),
     V(
         "generation",
@@ -361,19 +361,9 @@ WRONG: list[Variant] = [
         "load_gpt2_state_dict",
         "not-tied",
         "not-tied",
-        """
-        def load_gpt2_state_dict(hf_state):
-            ours = {}
-            for key, value in hf_state.items():
-                if key.endswith(MASK_BUFFERS):
-                    continue
-                if key != "lm_head.weight" and not key.startswith("transformer."):
-                    key = "transformer." + key
-                if key.endswith(CONV1D_WEIGHTS):
-                    value = value.t()
-                ours[key] = value
-            return ours
-    """,
+        changed(
+            LOAD_GPT2, '    ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])\n', ""
+        ),
     ),
     V(
         "generation",
@@ -400,18 +390,11 @@ WRONG: list[Variant] = [
         "load_gpt2_state_dict",
         "not-transposed-hidden",
         "not-transposed",
-        """
-        def load_gpt2_state_dict(hf_state):
-            ours = {}
-            for key, value in hf_state.items():
-                if key.endswith(MASK_BUFFERS):
-                    continue
-                if key != "lm_head.weight" and not key.startswith("transformer."):
-                    key = "transformer." + key
-                ours[key] = value
-            ours.setdefault("lm_head.weight", ours["transformer.wte.weight"])
-            return ours
-    """,
+        changed(
+            LOAD_GPT2,
+            "        if key.endswith(CONV1D_WEIGHTS):\n            value = value.t()\n",
+            "",
+        ),
     ),
     V(
         "generation",
