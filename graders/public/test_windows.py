@@ -87,6 +87,17 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
     except StudentError as error:
         if isinstance(ids, list) and "list" in error.message:  # a list kept as it came
             fail(f"{what} raised {error.type_name}: {error.message}", "list-kept")
+        if error.is_a("IndexError"):  # the items were read up to a len() too large?
+            sized = student.scenario(
+                "token_windows", ids=ids, context_length=context_length, stride=stride, limit=0
+            )
+            n = sized.get("len") if isinstance(sized, dict) else None
+            if type(n) is int and n > expected["len"]:
+                fail(
+                    f"{what} raised {error.type_name} reading its items: len() is {n}, "
+                    f"expected {expected['len']}",
+                    "len-too-long",
+                )
         raise
     if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
         fail(f"{what} is not a torch.utils.data.Dataset")
@@ -199,10 +210,21 @@ def test_make_loader_generator(student):
         fail(f"{what} did not return a torch.utils.data.DataLoader")
     seed, drawn = got.get("generator_seed"), as_bool(got.get("global_drawn"), "global state")
     if seed is None and drawn:
+        # No generator when shuffling either: the seed went to the global state.
+        shuffled = student.scenario(
+            "make_loader",
+            ids=torch.arange(40),
+            batch_size=2,
+            context_length=4,
+            stride=4,
+            shuffle=True,
+            seed=77,
+        )
+        never = isinstance(shuffled, dict) and shuffled.get("generator_seed") is None
         fail(
             f"{what}: the DataLoader has no generator, so iterating it drew from the global "
             "random state; expected a generator seeded with 77",
-            "generator-only-when-shuffling",
+            "global-seed" if never else "generator-only-when-shuffling",
         )
     if seed != 77 or drawn:
         fail(f"{what}: the DataLoader's generator has seed {seed!r}, expected 77")

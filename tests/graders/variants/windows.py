@@ -102,7 +102,7 @@ WRONG: list[Variant] = [
         "windows",
         "TokenWindows.__len__",
         "len-plus-one",
-        "check:token-windows-len",
+        "len-too-long",
         """
         def __len__(self):
             return len(self.ids) - self.context_length
