@@ -197,29 +197,14 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
 @pytest.mark.check("make-loader-generator")
 def test_make_loader_generator(student):
     what = "make_loader(arange(40), 2, 4, 4, shuffle=False, seed=77)"
-    got = student.scenario(
-        "make_loader",
-        ids=torch.arange(40),
-        batch_size=2,
-        context_length=4,
-        stride=4,
-        shuffle=False,
-        seed=77,
-    )
+    config = dict(ids=torch.arange(40), batch_size=2, context_length=4, stride=4, seed=77)
+    got = student.scenario("make_loader", **config, shuffle=False)
     if not as_bool(got.get("is_loader") if isinstance(got, dict) else None, "is a DataLoader"):
         fail(f"{what} did not return a torch.utils.data.DataLoader")
     seed, drawn = got.get("generator_seed"), as_bool(got.get("global_drawn"), "global state")
     if seed is None and drawn:
         # No generator when shuffling either: the seed went to the global state.
-        shuffled = student.scenario(
-            "make_loader",
-            ids=torch.arange(40),
-            batch_size=2,
-            context_length=4,
-            stride=4,
-            shuffle=True,
-            seed=77,
-        )
+        shuffled = student.scenario("make_loader", **config, shuffle=True)
         never = isinstance(shuffled, dict) and shuffled.get("generator_seed") is None
         fail(
             f"{what}: the DataLoader has no generator, so iterating it drew from the global "
