@@ -1,6 +1,6 @@
 """The course server as a Jupyter server extension (jupyter_server's documented ``ExtensionApp``).
 
-:class:`CourseServer` adds the course's handlers (:func:`live.course_server.make_handlers`)
+:class:`CourseServer` adds the course's handlers (:func:`live.handlers.make_handlers`)
 to a stock ``ServerApp`` and, launched by ``python -m live.course_server``, keeps every other
 installed extension (JupyterLab's, nbgrader's, ...) out: ``load_other_extensions = False``.
 Its options are traits (``--CourseServer.site=DIR``, ...), given on the command line by
@@ -16,7 +16,7 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
 from traitlets import Float, Int, Unicode
 
-from .course_server import DEFAULT_SITE, PREFIX, ROOT, make_handlers
+from .handlers import DEFAULT_SITE, PREFIX, ROOT, make_handlers
 
 
 class CourseServer(ExtensionApp):
