@@ -34,6 +34,7 @@ While a request runs, a proxy may send {"ask": NAME, "question": ...}; the check
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib
 import importlib.util
 import io
@@ -48,6 +49,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 from torch.utils.data import DataLoader, Dataset
 
@@ -242,16 +244,25 @@ class _Watch(TorchDispatchMode):
     dispatch internals) computes out of its sight. So it also keeps the provenance of every
     tensor: an operation may only use the call's inputs and what earlier watched operations
     made (or their storage), unchanged since; anything else was computed where the watch could
-    not see it.
+    not see it. Two more eyes keep that provenance whole (see ``_Sight`` and ``_look``): every
+    torch function the code calls gets only tensors the watch knows (``tolist``, ``numpy`` and
+    storage reads turn no unseen tensor into Python data), and the student's code calls nothing
+    while a watch is off. Tensors that torch makes from Python data (``torch.tensor(0.5)``,
+    ``x[range(n), targets]``) come to the mode as ``aten::lift_fresh`` of a tensor it never saw:
+    known from then on when the torch function that makes them is one of ``FROM_DATA``.
     """
 
-    def __init__(self, rule: dict, inputs: Any) -> None:
+    def __init__(self, rule: dict, inputs: Any, student: str = "") -> None:
         super().__init__()
         self.ops = set(rule["ops"])
         self.allow = set(rule.get("allow", ()))
         self.message = rule["message"]
         self.storages: set[int] = set()
         self.seen: dict[int, tuple[Tensor, int]] = {}  # id -> (tensor kept alive, its version)
+        self.sight = _Sight(self)
+        self.calls: list[Any] = []  # the torch functions running now, innermost last
+        self.student = student  # the folder of the student's files ("": no profile hook)
+        self.breach: str | None = None  # the first thing the student's code did unwatched
         self.know(inputs)
 
     def refuse(self, why: str) -> ForbiddenCall:
@@ -271,6 +282,20 @@ class _Watch(TorchDispatchMode):
             if entry is None and _storage(tensor) not in self.storages:
                 raise self.refuse("a tensor was computed where the grader's watch could not see")
 
+    def unwatched(self) -> str | None:
+        """Why the watch cannot see what runs now (None: it can)."""
+        modes = _get_current_dispatch_mode_stack()
+        if not modes or modes[-1] is not self:
+            return "the grader's watch was switched off"
+        if torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.Python):
+            return "torch's dispatch was switched off"
+        functions = torch.overrides._get_current_function_mode_stack()
+        if not functions or functions[-1] is not self.sight:
+            return "the grader's watch was switched off"
+        if not torch._C._is_torch_function_mode_enabled():
+            return "torch functions were switched off"
+        return None
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func._schema.name
         if name in self.ops:
@@ -278,6 +303,8 @@ class _Watch(TorchDispatchMode):
         if self.allow and name not in self.allow:
             raise self.refuse(f"called {name}, which is not among the operations it may use")
         kwargs = kwargs or {}
+        if name in FRESH and self.calls and self.calls[-1] in FROM_DATA:
+            self.know((args, kwargs))  # torch's own tensor of Python data, made a moment ago
         self.verify((args, kwargs))
         out = func(*args, **kwargs)
         touched = (args, kwargs, out)
@@ -288,6 +315,42 @@ class _Watch(TorchDispatchMode):
             if _storage(tensor) in storages:
                 self.seen[key] = (tensor, tensor._version)
         return out
+
+
+class _Sight(TorchFunctionMode):
+    """The watch's eye on torch's Python functions and Tensor methods, with their arguments:
+    each gets only tensors the watch knows, and the innermost one running is kept (for
+    ``aten::lift_fresh``)."""
+
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        self.watch.verify((args, kwargs))
+        self.watch.calls.append(func)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.watch.calls.pop()
+
+
+# Where torch makes a tensor of Python data (numbers, lists, ranges, numpy arrays) and hands it
+# to the dispatcher as aten::lift_fresh: a tensor the watch could not have seen made.
+FRESH = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy"})
+FROM_DATA = frozenset(
+    {
+        torch.tensor,
+        torch.as_tensor,
+        torch.asarray,
+        Tensor.new_tensor,
+        Tensor.__getitem__,
+        Tensor.__setitem__,
+    }
+)
+# What would stop the profile hook that looks for unwatched code (``_look``).
+UNHOOKS = frozenset({sys.setprofile, sys.settrace})
 
 
 def _tensors(obj: Any) -> list[Tensor]:
@@ -304,26 +367,78 @@ def _storage(tensor: Tensor) -> int:
 
 
 @contextmanager
-def watched(rule: dict | None, inputs: Any = (), result: list | None = None) -> Iterator[None]:
-    """Raise ForbiddenCall when an operation the rule refuses runs inside the block, or the
-    block's tensors (``result``'s first item, once set) come from outside the watch."""
+def watched(
+    rule: dict | None, inputs: Any = (), result: list | None = None, student: str = ""
+) -> Iterator[None]:
+    """Raise ForbiddenCall when an operation the rule refuses runs inside the block, the code
+    in ``student`` (a folder) calls anything while the watch is off, or the block's tensors
+    (``result``'s first item, once set) come from outside the watch."""
     if not rule:
         yield
         return
     if _threads() > LESSON_THREADS[0]:
         raise ForbiddenCall(f"{rule['message']} (another thread runs, out of the grader's watch)")
-    watch = _Watch(rule, inputs)
+    watch = _Watch(rule, inputs, student)
+    profile = sys.getprofile()
+    look = _look(watch)
     watch.__enter__()
+    watch.sight.__enter__()
+    sys.setprofile(look)
     try:
         yield
     finally:
-        stack = _get_current_dispatch_mode_stack()
-        if not stack or stack[-1] is not watch:  # popped, or buried under a mode of its own
-            raise ForbiddenCall(f"{rule['message']} (the grader's watch was switched off)")
+        hooked = sys.getprofile() is look
+        sys.setprofile(profile)
+        why = watch.unwatched()
+        if why is not None:  # popped, or buried under a mode of its own
+            raise ForbiddenCall(f"{rule['message']} ({why})")
+        watch.sight.__exit__(None, None, None)
         watch.__exit__(None, None, None)
+        if not hooked:
+            raise watch.refuse("the grader's watch was switched off")
+    if watch.breach is not None:
+        raise watch.refuse(watch.breach)
     if _threads() > LESSON_THREADS[0]:
         raise watch.refuse("another thread runs, out of the grader's watch")
     watch.verify(result or ())
+
+
+def _look(watch: _Watch) -> Callable:
+    """A profile hook: every call the student's own code makes (its frames are files in
+    ``watch.student``) finds the watch on, and none unhooks this hook. What runs in a moment
+    the watch is off, even one line (``with no_dispatch(): x = f(y).tolist()``), is a call the
+    student's code makes in that moment. Python code that torch runs on the student's behalf
+    (an operator, a C function calling back, the watch's own handlers) is no such call: only a
+    call instruction of the student's frame with no C function of its own running counts."""
+    folder = watch.student
+    running: set[int] = set()  # the student's frames in a C function call
+
+    def look(frame: Any, event: str, arg: Any) -> None:
+        if not folder or watch.breach is not None:
+            return
+        caller = frame.f_back if event == "call" else frame
+        if caller is None or not caller.f_code.co_filename.startswith(folder):
+            return
+        if event in ("c_return", "c_exception"):
+            running.discard(id(caller))
+            return
+        if event == "c_call":
+            running.add(id(caller))
+            if arg in UNHOOKS:
+                watch.breach = "the grader's watch was switched off"
+                return
+        elif event != "call" or id(caller) in running:
+            return
+        elif caller.f_code.co_code[caller.f_lasti] not in CALLS:
+            return
+        watch.breach = watch.unwatched()
+
+    return look
+
+
+CALLS = frozenset(
+    dis.opmap[name] for name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") if name in dis.opmap
+)
 
 
 # The threads of the lesson process before the student's code: no more may run while a by-hand
@@ -584,6 +699,7 @@ SCENARIOS: dict[str, Callable[..., dict]] = {
 class Worker:
     def __init__(self, target: str, requests: int, answers: int) -> None:
         self.target = os.path.abspath(target)
+        self.student = self.target + os.sep  # where the student's frames come from
         self.package: types.ModuleType | None = None
         self.requests, self.answers = requests, answers
         self.proxies = make_proxies(self.ask)
@@ -655,7 +771,7 @@ class Worker:
         if op == "call":
             args, kwargs = revive(request["args"]), revive(request["kwargs"])
             result: list = []
-            with proxied, watched(request.get("rule"), (args, kwargs), result):
+            with proxied, watched(request.get("rule"), (args, kwargs), result, self.student):
                 value = fn(*args, **kwargs)
                 result.append(value)
             answer = {"ok": True, "value": pack(value)}
@@ -663,7 +779,7 @@ class Worker:
                 answer["inputs"] = pack([strip(args), strip(kwargs)])
             return answer
         config = revive(request["config"])
-        with proxied, watched(request.get("rule"), config):
+        with proxied, watched(request.get("rule"), config, student=self.student):
             value = SCENARIOS[request["name"]](fn, **config)
         return {"ok": True, "value": pack(value)}
 
