@@ -24,7 +24,9 @@ Requests (a dict each):
      "return_inputs": True, "proxies": [...], "rule": {"ops": [...], "message": "..."}}
     {"op": "scenario", "name": "train_step", "function": "training.train_step", "config": {...}}
     {"op": "limits"}
-Answers: {"ok": True, "value": PACKED, "inputs": PACKED} or {"ok": False, "error": {...}}, where
+Answers: {"ok": True, "value": PACKED, "inputs": PACKED, "again": PACKED} or {"ok": False,
+"error": {...}} ("inputs": the call's inputs after it; "again": its answer to a second call on
+the same objects), where
 PACKED is {"type": name, "payload": torch.save bytes or None, "error": why not}: the value is
 packed apart so that an answer that is not plain data still arrives as a readable failure.
 While a request runs, a proxy may send {"ask": NAME, "question": ...}; the checker replies
@@ -104,6 +106,32 @@ def pack(value: Any) -> dict:
         return {"type": kind, "payload": encode(value), "error": None}
     except BaseException as error:  # noqa: BLE001 - anything the student's object raises
         return {"type": kind, "payload": None, "error": _safe_str(error)}
+
+
+class TooLarge(ValueError):
+    """A value with more parts, or deeper nesting, than its reader allows."""
+
+
+def parts_of(obj: Any, most: int, deepest: int) -> Iterator[Any]:
+    """Every part of ``obj`` (itself, the items of its lists and tuples, the keys and values of
+    its dicts) each time it is reached: a part shared a million times is a million parts, so
+    the walk costs what the value would cost written out. TooLarge past ``most`` parts or
+    ``deepest`` levels, before the walk holds more than ``most`` parts."""
+    count = 0
+    stack = [(obj, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > deepest:
+            raise TooLarge(f"nested more than {deepest} deep")
+        yield item
+        if isinstance(item, list | tuple | dict):
+            count += len(item) * (2 if isinstance(item, dict) else 1)
+            if count > most:
+                raise TooLarge(f"more than {most} parts")
+            if isinstance(item, dict):
+                stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+            else:
+                stack.extend((part, depth + 1) for part in item)
 
 
 def _safe_str(obj: object) -> str:
@@ -756,6 +784,15 @@ class Worker:
                 else:
                     setattr(module, name, value)
 
+    def watched_call(
+        self, fn: Callable, request: dict, proxied: Any, args: Iterable, kwargs: dict
+    ) -> Any:
+        result: list = []
+        with proxied, watched(request.get("rule"), (args, kwargs), result, self.student):
+            value = fn(*args, **kwargs)
+            result.append(value)
+        return value
+
     def handle(self, request: dict) -> dict:
         op = request["op"]
         if op == "import":
@@ -769,14 +806,24 @@ class Worker:
         fn = self.resolve(function)
         proxied = self.proxied(function, list(request.get("proxies", ())))
         if op == "call":
-            args, kwargs = revive(request["args"]), revive(request["kwargs"])
-            result: list = []
-            with proxied, watched(request.get("rule"), (args, kwargs), result, self.student):
-                value = fn(*args, **kwargs)
-                result.append(value)
+            # The inputs are held in tuples, which the student's code cannot refill.
+            args = tuple(revive(request["args"]))
+            kwargs = tuple(revive(request["kwargs"]).items())
+            randomness = _random_state()
+            value = self.watched_call(fn, request, proxied, args, dict(kwargs))
             answer = {"ok": True, "value": pack(value)}
             if request.get("return_inputs"):
-                answer["inputs"] = pack([strip(args), strip(kwargs)])
+                # What the call left its inputs as, and its answer when called again on the
+                # very same objects (the random state and seeded generators as before): the
+                # checker compares both with its own, so a function that changed its inputs
+                # must also undo what that does to its next answer, not just to this report.
+                answer["inputs"] = pack([strip(list(args)), strip(dict(kwargs))])
+                again = [reseed(a, sent) for a, sent in zip(args, request["args"], strict=True)]
+                again_kwargs = {k: reseed(v, request["kwargs"][k]) for k, v in kwargs}
+                _set_random_state(randomness)
+                names = list(request.get("proxies", ()))
+                proxied = self.proxied(function, names)
+                answer["again"] = pack(self.watched_call(fn, request, proxied, again, again_kwargs))
             return answer
         config = revive(request["config"])
         with proxied, watched(request.get("rule"), config, student=self.student):
@@ -813,6 +860,26 @@ def revive(obj: Any) -> Any:
     if isinstance(obj, tuple):
         return tuple(revive(v) for v in obj)
     return obj
+
+
+def reseed(obj: Any, sent: Any) -> Any:
+    """``obj`` again, or a fresh generator where the request had a seeded one."""
+    if isinstance(sent, dict) and set(sent) == {GENERATOR}:
+        return revive(sent)
+    return obj
+
+
+def _random_state() -> tuple:
+    import random
+
+    return torch.random.get_rng_state(), random.getstate()
+
+
+def _set_random_state(state: tuple) -> None:
+    import random
+
+    torch.random.set_rng_state(state[0])
+    random.setstate(state[1])
 
 
 def strip(obj: Any) -> Any:

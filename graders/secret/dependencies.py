@@ -14,13 +14,17 @@ then grades with the submission's own dependencies.
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from core.manifest import load_manifest
-from graders.worker import ToyLM
+from graders.worker import TooLarge, ToyLM, parts_of
 
 from . import oracles, trusted
 
@@ -59,7 +63,9 @@ class Answers:
         self.allowed = frozenset(self.names(function)) if function else frozenset()
         self.vocabularies.clear()
 
-    def answer(self, name: Any, question: Any) -> Any:
+    def answer(self, name: Any, question: Any, deadline: float | None = None) -> Any:
+        """The answer to a proxy's question, or Refused; ``deadline`` (time.monotonic) is when
+        the call that asks it must end."""
         if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
             raise Refused(f"{name!r} is not a dependency of the function being graded")
         _bounded(question)
@@ -69,7 +75,8 @@ class Answers:
                 raise Refused(f"no answers for {name!r}")
             handler = lambda self, question: self._pure(name, question)  # noqa: E731
         try:
-            return handler(self, question)
+            with _until(deadline):
+                return handler(self, question)
         except Refused:
             raise
         except Exception as error:  # noqa: BLE001 - malformed questions from the student's code
@@ -154,34 +161,51 @@ def _bounded(question: Any) -> None:
     """Refuse questions too big to answer quickly: every part is counted each time it is
     reached (a list that repeats its own rows costs its full size), and strings, bytes, dict
     keys and nesting have bounds of their own."""
-    elements = parts = text = 0
-    stack = [(question, 0)]
-    while stack:
-        item, depth = stack.pop()
-        parts += 1
-        if parts > MAX_PARTS or depth > MAX_DEPTH:
-            raise Refused("a question too large or too deeply nested for the grader to answer")
-        if isinstance(item, Tensor):
-            elements += item.numel()
-        elif isinstance(item, str | bytes):
-            text += len(item)
-            if text > MAX_TEXT:
-                raise Refused("text too long for the grader to answer")
-        elif isinstance(item, bool | float) or item is None:
-            continue
-        elif isinstance(item, int):
-            if abs(item) > MAX_INTEGER:
-                raise Refused(f"an integer of {item} is too large for the grader to answer")
-        elif isinstance(item, list | tuple):
-            if len(item) > MAX_ITEMS or parts + len(item) > MAX_PARTS:
-                raise Refused("a list too long for the grader to answer")
-            stack.extend((entry, depth + 1) for entry in item)
-        elif isinstance(item, dict):
-            if len(item) > MAX_ITEMS or parts + 2 * len(item) > MAX_PARTS:
-                raise Refused("a table too large for the grader to answer")
-            for key, value in item.items():
-                stack.extend(((key, depth + 1), (value, depth + 1)))
-        else:
-            raise Refused(f"a {type(item).__name__} is not plain data")
-        if elements > MAX_ELEMENTS:
-            raise Refused("tensors too large for the grader to answer")
+    elements = text = 0
+    try:
+        for item in parts_of(question, MAX_PARTS, MAX_DEPTH):
+            if isinstance(item, Tensor):
+                elements += item.numel()
+                if elements > MAX_ELEMENTS:
+                    raise Refused("tensors too large for the grader to answer")
+            elif isinstance(item, str | bytes):
+                text += len(item)
+                if text > MAX_TEXT:
+                    raise Refused("text too long for the grader to answer")
+            elif isinstance(item, bool | float) or item is None:
+                continue
+            elif isinstance(item, int):
+                if abs(item) > MAX_INTEGER:
+                    raise Refused(f"an integer of {item} is too large for the grader to answer")
+            elif isinstance(item, list | tuple | dict):
+                if len(item) > MAX_ITEMS:
+                    raise Refused("a list or table too long for the grader to answer")
+            else:
+                raise Refused(f"a {type(item).__name__} is not plain data")
+    except TooLarge:
+        why = "a question too large or too deeply nested for the grader to answer"
+        raise Refused(why) from None
+
+
+@contextmanager
+def _until(deadline: float | None) -> Iterator[None]:
+    """Refuse the question if answering it is still running at ``deadline`` (time.monotonic):
+    a profile hook looks at the clock on every call the answer makes (every loop of the
+    trusted code calls something), so no question outlives the call that asked it."""
+    if deadline is None:
+        yield
+        return
+    before = sys.getprofile()
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        # every call from then on fails (an answer that swallowed one still ends), but the
+        # one that takes the hook away
+        if event in ("call", "c_call") and arg is not sys.setprofile:
+            if time.monotonic() > deadline:
+                raise Refused("the question took longer than the call may take")
+
+    sys.setprofile(hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(before)
