@@ -437,7 +437,8 @@ def _look(watch: _Watch) -> Callable:
     the watch is off, even one line (``with no_dispatch(): x = f(y).tolist()``), is a call the
     student's code makes in that moment. Python code that torch runs on the student's behalf
     (an operator, a C function calling back, the watch's own handlers) is no such call: only a
-    call instruction of the student's frame with no C function of its own running counts."""
+    call instruction of the student's frame, with no C function of its own running, of
+    something that is not one of the watch's handlers counts."""
     folder = watch.student
     running: set[int] = set()  # the student's frames in a C function call
 
@@ -455,9 +456,9 @@ def _look(watch: _Watch) -> Callable:
             if arg in UNHOOKS:
                 watch.breach = "the grader's watch was switched off"
                 return
-        elif event != "call" or id(caller) in running:
+        elif event != "call" or id(caller) in running or frame.f_code in HANDLERS:
             return
-        elif caller.f_code.co_code[caller.f_lasti] not in CALLS:
+        elif _instruction(caller) not in CALLS:
             return
         watch.breach = watch.unwatched()
 
@@ -467,6 +468,17 @@ def _look(watch: _Watch) -> Callable:
 CALLS = frozenset(
     dis.opmap[name] for name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") if name in dis.opmap
 )
+# The watch's own handlers, which torch calls from the student's frame (float(x), int(x)).
+HANDLERS = frozenset({_Watch.__torch_dispatch__.__code__, _Sight.__torch_function__.__code__})
+CACHE = dis.opmap.get("CACHE")  # a call's inline caches, where the frame may stand meanwhile
+
+
+def _instruction(frame: Any) -> int:
+    """The opcode that ``frame`` is running."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    while at > 0 and code[at] == CACHE:
+        at -= 2
+    return code[at]
 
 
 # The threads of the lesson process before the student's code: no more may run while a by-hand

@@ -44,9 +44,11 @@ def test_a_function_that_changes_its_input_and_fakes_the_report_loses_its_points
         hidden=True,
         functions=["lookup"],
         json_path=tmp_path / "r.json",
+        reveal_hidden=True,
     )
     checks = [c for c in report["lessons"][0]["checks"] if c["function"] == "lookup"]
     assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
-    assert all(c["hint"] == IN_PLACE for c in checks), [c["hint"] for c in checks]
-    details = " ".join(str(c.get("detail", "")) for c in checks)
-    assert "called again on the same inputs" in details, details
+    # (the gradient check's table requires grad, so there the change itself raises)
+    called = [c for c in checks if " raised " not in c["detail"]]
+    assert called and all(c["hint"] == IN_PLACE for c in called), [c["hint"] for c in called]
+    assert all("called again on the same inputs" in c["detail"] for c in called), called
