@@ -21,6 +21,13 @@ asks to die with its parent, turns off dumpability and new privileges, and drops
 capability (so a worker started as root cannot raise its limits again). Whatever it returns
 is read with ``torch.load(weights_only=True)`` and validated in the checker.
 
+The checker bounds itself as well. It reads an answer only if its pickled structure has at
+most MAX_OPERATIONS operations, and keeps it only if it has at most MAX_PARTS parts and
+MAX_TEXT characters, every shared part counted each time it is reached, so comparing and
+describing it costs what its size says; a proxy's question gets no more time than the call
+that asks it; and while it grades, the checker's data segment may grow at most
+CHECKER_MEMORY (4 GiB) past where it started (``checker_memory``, on Linux).
+
 What that does not stop: the worker runs as the same user as the checker, so the student's
 code can read any file that user can (the hidden graders, if they are on disk), write files
 the user owns (the grader tree itself, affecting later runs, though not the run in progress:

@@ -6,10 +6,11 @@ implementation (graders/secret/trusted.py) answers in the checker's process. Onl
 crosses: no trusted code, expected value or rule ever enters the student's process.
 
 An ``Answers`` object belongs to one worker. It answers a question only for a dependency of
-the function being graded at that moment (``allow``), and only for inputs of a bounded size,
-so a proxy that the student's code kept, or fed a huge input, gets a refusal instead of an
-answer. Instructors' graders only: the student release leaves this file out, and its worker
-then grades with the submission's own dependencies.
+the function being graded at that moment (``allow``), only for inputs of a bounded size, and
+only until the call that asks must end, so a proxy that the student's code kept, fed a huge
+input, or asked a question that takes long to answer, gets a refusal instead of an answer.
+Instructors' graders only: the student release leaves this file out, and its worker then
+grades with the submission's own dependencies.
 """
 
 from __future__ import annotations
