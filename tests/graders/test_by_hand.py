@@ -240,10 +240,11 @@ CORRECT = {
                 rows, kept = logits[keep], targets[keep]
                 peak = rows.max(dim=-1, keepdim=True).values
                 log_probs = rows - peak - (rows - peak).exp().sum(dim=-1, keepdim=True).log()
-                rows_at = [i for i in range(len(kept))]
+                n = int(keep.sum())
+                rows_at = [i for i in range(n)]
                 total = torch.zeros_like(log_probs[:, 0]).sum() + torch.tensor(0.0)
-                total = total - log_probs[torch.arange(len(kept)), kept].sum()
-                return total / torch.full((), len(kept), dtype=logits.dtype) + 0 * log_probs[
+                total = total - log_probs[torch.arange(n), kept].sum()
+                return total / torch.full((), n, dtype=logits.dtype) + 0 * log_probs[
                     rows_at, kept
                 ].sum()
             """
@@ -285,7 +286,8 @@ CORRECT = {
 
 
 @pytest.mark.parametrize(
-    ("module", "index"), [(m, i) for m, versions in sorted(CORRECT.items()) for i in range(2)]
+    ("module", "index"),
+    [(m, i) for m, versions in sorted(CORRECT.items()) for i in range(len(versions))],
 )
 def test_a_correct_version_making_tensors_of_python_data_keeps_every_point(tmp_path, module, index):
     codes = CORRECT[module][index]
@@ -481,3 +483,12 @@ def test_the_watch_sees_tensors_made_of_python_data(watched_client, module, numb
         f"correct_{module}_{number}.{name}", inputs, {}, 10, rule=FUNCTIONS[name].rule(name)
     )
     assert torch.allclose(value, _expected(name, inputs), atol=1e-6)
+
+
+def test_every_rule_names_its_own_lesson():
+    """The lesson number in a rule's message comes from the manifest ({lesson})."""
+    rules = [(lesson, rule) for lesson in MANIFEST.lessons for rule in lesson.rules]
+    assert {rule.function for _, rule in rules} == set(FUNCTIONS)
+    for lesson, rule in rules:
+        assert f"by hand (lesson {lesson.number})" in rule.message, rule.message
+        assert "{" not in rule.message, rule.message
