@@ -563,7 +563,7 @@ class WorkerClient:
                 "proxies": self._proxies(function),
                 "rule": rule,
             },
-            timeout,
+            2 * timeout,  # the function runs twice
             what=_name(function),
             function=function,
         )

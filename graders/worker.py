@@ -777,11 +777,13 @@ class Worker:
         return getattr(self.import_module(module), name)
 
     @contextmanager
-    def proxied(self, function: str, names: list[str]) -> Iterator[None]:
+    def proxied(self, function: str, names: list[str], fresh: bool = True) -> Iterator[None]:
         """Put the proxies of ``function``'s dependencies (those the checker will answer) into
-        its module while it runs; the module's own objects return afterwards."""
+        its module while it runs; the module's own objects return afterwards. ``fresh``: a new
+        request (the ranks tables sent so far are forgotten, as the checker forgets them)."""
         names = [n for n in names if isinstance(n, str) and n.isidentifier()]
-        self.proxies.tables.clear()
+        if fresh:
+            self.proxies.tables.clear()
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
         saved = {name: getattr(module, name, missing) for name in names}
@@ -834,7 +836,7 @@ class Worker:
                 again_kwargs = {k: reseed(v, request["kwargs"][k]) for k, v in kwargs}
                 _set_random_state(randomness)
                 names = list(request.get("proxies", ()))
-                proxied = self.proxied(function, names)
+                proxied = self.proxied(function, names, fresh=False)
                 answer["again"] = pack(self.watched_call(fn, request, proxied, again, again_kwargs))
             return answer
         config = revive(request["config"])
