@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -37,6 +38,7 @@ MAX_TEXT = 4 << 20  # characters and bytes in one question, all strings and byte
 MAX_DEPTH = 16  # nesting of lists, tuples and dicts
 MAX_PIECE = 1 << 12  # bytes of one bpe_merge piece (the merge is quadratic in its length)
 MAX_TABLES = 8  # ranks tables kept during one request (a call sends one or two)
+SECRET = str(Path(__file__).resolve().parent)  # the trusted code's folder
 
 
 class Refused(Exception):
@@ -191,17 +193,17 @@ def _bounded(question: Any) -> None:
 @contextmanager
 def _until(deadline: float | None) -> Iterator[None]:
     """Refuse the question if answering it is still running at ``deadline`` (time.monotonic):
-    a profile hook looks at the clock on every call the answer makes (every loop of the
-    trusted code calls something), so no question outlives the call that asked it."""
+    a profile hook looks at the clock on every call the trusted code makes (each of its loops
+    calls something), so no question outlives the call that asked it."""
     if deadline is None:
         yield
         return
     before = sys.getprofile()
 
     def hook(frame: Any, event: str, arg: Any) -> None:
-        # every call from then on fails (an answer that swallowed one still ends), but the
-        # one that takes the hook away
-        if event in ("call", "c_call") and arg is not sys.setprofile:
+        # Only in the trusted code's own frames: the hook is gone once it raises, and the
+        # error must end the answer, not a callback that the collector runs meanwhile.
+        if event in ("call", "c_call") and frame.f_code.co_filename.startswith(SECRET):
             if time.monotonic() > deadline:
                 raise Refused("the question took longer than the call may take")
 
