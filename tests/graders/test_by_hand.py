@@ -332,6 +332,20 @@ WATCHED = {
                 out = {{library}}
             return out * 1.0
         """,
+    "modes-popped-for-a-while": """
+        def {name}({signature}):
+            modes = getattr(torch.utils, "_python_" + "dispatch")
+            with getattr(modes, "_disable_current_" + "modes")():
+                out = {library}
+            return out
+        """,
+    "dispatch-key-excluded": f"""
+        def {{name}}({{signature}}):
+            keys = {C}.DispatchKeySet({C}.DispatchKey.Python)
+            with {C}._ExcludeDispatchKeyGuard(keys):
+                out = {{library}}
+            return out * 1.0
+        """,
     # Python data is no way round: the watch sees every tensor made into it, and every moment
     # the student's code runs with the watch off.
     "dispatch-off-into-python-data": f"""
