@@ -15,6 +15,7 @@ virtualenvs' paths come from sysconfig.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import subprocess
@@ -30,9 +31,20 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).parent
 nox.options.sessions = ["lint", "tests"]
 
-# GPT-2's merge ranks, offline: the sdist ships whisper/assets/gpt2.tiktoken. Its own
-# dependencies (numba, triton, ...) are not needed, hence --no-deps; we never import whisper.
-VOCAB_PACKAGE = "openai-whisper==20250625"
+
+def _vocab_package() -> str:
+    """gpt/vocab.py's VOCAB_PACKAGE, the package that ships GPT-2's merge ranks (installed with
+    --no-deps; we never import whisper), read without importing gpt: nox's Python has no torch."""
+    tree = ast.parse((ROOT / "gpt" / "vocab.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "VOCAB_PACKAGE" for t in node.targets
+        ):
+            return ast.literal_eval(node.value)
+    raise RuntimeError("gpt/vocab.py has no VOCAB_PACKAGE")
+
+
+VOCAB_PACKAGE = _vocab_package()
 # Each environment: the pyproject extras and extra packages it holds.
 ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "course": (("test", "docs", "live"), ()),

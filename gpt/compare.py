@@ -279,9 +279,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 setattr(module, function, original)
             run = losses(alone) if (alone / "metrics.jsonl").exists() else []
-            step = first_divergence(ref, run) if len(run) == len(ref) else len(run)
-            if step is not None:
-                parting.append(f"{name} (at step {step})")
+            parts_at = first_divergence(ref, run) if len(run) == len(ref) else len(run)
+            if parts_at is not None:
+                parting.append(f"{name} (at step {parts_at})")
         if parting:
             print(f"  they part with: {', '.join(parting)}; start with the earliest.")
         else:

@@ -1,7 +1,7 @@
 """GPT-2's byte-pair vocabulary, without network access.
 
 tiktoken's ``get_encoding("gpt2")`` downloads its vocabulary on first use. The sdist of
-``openai-whisper==20250625`` ships the same 50,256 merge ranks as
+``VOCAB_PACKAGE`` (openai-whisper) ships the same 50,256 merge ranks as
 ``whisper/assets/gpt2.tiktoken``; we locate that file through package metadata (importing
 ``whisper`` would pull in numba and triton) and build an identical ``tiktoken.Encoding``.
 """
@@ -23,6 +23,11 @@ EOT_TEXT = "<|endoftext|>"
 VOCAB_SIZE = 50257
 
 RANKS_ENV = "GPT2_TIKTOKEN"  # path to a gpt2.tiktoken file, overrides the search below
+# The package that ships the ranks, pinned here only: the noxfile installs it (reading this
+# line without importing gpt), the release's requirements.txt and the error messages name it.
+# Its own dependencies (numba, triton, ...) are not needed, hence --no-deps.
+VOCAB_PACKAGE = "openai-whisper==20250625"
+VOCAB_INSTALL = f"pip install --no-deps {VOCAB_PACKAGE}"
 
 
 class VocabularyNotFound(RuntimeError):
@@ -31,7 +36,7 @@ class VocabularyNotFound(RuntimeError):
 
 def _whisper_asset() -> Path | None:
     try:
-        dist = importlib.metadata.distribution("openai-whisper")
+        dist = importlib.metadata.distribution(VOCAB_PACKAGE.partition("==")[0])
     except importlib.metadata.PackageNotFoundError:
         return None
     path = Path(str(dist.locate_file("whisper/assets/gpt2.tiktoken")))
@@ -75,7 +80,7 @@ def _online_encoding() -> tiktoken.Encoding:
     except Exception as error:  # tiktoken raises plain requests/OS errors offline
         raise VocabularyNotFound(
             "GPT-2's vocabulary is not installed and could not be downloaded. Install it with "
-            "`pip install --no-deps openai-whisper==20250625`, or set "
+            f"`{VOCAB_INSTALL}`, or set "
             f"{RANKS_ENV}=/path/to/gpt2.tiktoken."
         ) from error
 

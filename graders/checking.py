@@ -119,7 +119,8 @@ def summary(value: Any, limit: int = 200) -> str:
         elif isinstance(item, bool | int | float | complex) or item is None:
             put(repr(item) if not isinstance(item, int) or abs(item) < 10**30 else "a huge int")
         elif isinstance(item, list | tuple | dict) and depth < 4:
-            opening, closing = {list: "[]", tuple: "()", dict: "{}"}.get(type(item), "<>")
+            brackets = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}")}
+            opening, closing = brackets.get(type(item), ("<", ">"))
             put(f"{type(item).__name__} of {len(item)} {opening}")
             entries = list(islice(item.items(), 8)) if isinstance(item, dict) else item[:8]
             for index, entry in enumerate(entries):

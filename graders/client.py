@@ -157,7 +157,9 @@ class _Process:
         finally:
             theirs.close()
         self.control.setblocking(False)
-        os.set_blocking(self.popen.stderr.fileno(), False)
+        assert self.popen.stderr is not None  # stderr=PIPE
+        self.stderr = self.popen.stderr
+        os.set_blocking(self.stderr.fileno(), False)
         self.channel = self.control  # until the first fork: the worker's greeting comes here
         self.ready = False
         self.alive = True
@@ -180,7 +182,7 @@ class _Process:
         except ProcessLookupError:
             pass
         proc.wait()
-        for stream in (self.channel, self.control, proc.stderr):
+        for stream in (self.channel, self.control, self.stderr):
             try:
                 stream.close()
             except OSError:
@@ -263,14 +265,13 @@ class _Process:
 
         Any failure kills the process and raises CheckFailed with the harness's hint.
         """
-        proc = self.popen
         channel = self.channel
         if payload:
             self.pending += protocol.FRAME.pack(len(payload)) + payload
         deadline = time.monotonic() + timeout
         printed = 0
         selector = selectors.DefaultSelector()
-        selector.register(proc.stderr, selectors.EVENT_READ, "output")
+        selector.register(self.stderr, selectors.EVENT_READ, "output")
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending else 0)
         selector.register(channel, events, "channel")
         try:
@@ -283,11 +284,11 @@ class _Process:
                     )
                 for key, mask in selector.select(min(remaining, 0.5)):
                     if key.data == "output":
-                        chunk = _read(proc.stderr)
+                        chunk = _read(self.stderr)
                         if chunk is None:
                             continue
                         if not chunk:
-                            selector.unregister(proc.stderr)
+                            selector.unregister(self.stderr)
                             continue
                         printed += len(chunk)
                         self._note_output(chunk)
@@ -355,7 +356,7 @@ class _Process:
                 code = proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
-        while (chunk := _read(proc.stderr)) not in (None, b""):
+        while chunk := _read(self.stderr):  # until nothing is left (b"") or none yet (None)
             self._note_output(chunk)
         if code is None:
             how = "it closed its channel"

@@ -14,7 +14,15 @@ import torch
 from torch import Tensor
 
 # The provided package's vocabulary loader (gpt/ ships beside graders/ in the release too).
-from gpt.vocab import EOT_ID, GPT2_PATTERN, VocabularyNotFound, gpt2_encoding, ranks_path
+from gpt.vocab import (
+    EOT_ID,
+    GPT2_PATTERN,
+    RANKS_ENV,
+    VOCAB_INSTALL,
+    VocabularyNotFound,
+    gpt2_encoding,
+    ranks_path,
+)
 
 from .answers import recorded
 from .checking import GraderUnavailable
@@ -35,7 +43,7 @@ def gpt2() -> tiktoken.Encoding:
     except VocabularyNotFound:
         raise GraderUnavailable(
             "GPT-2's vocabulary is not installed, so the tokens lesson cannot be graded: "
-            "pip install --no-deps openai-whisper==20250625 (or set GPT2_TIKTOKEN)"
+            f"{VOCAB_INSTALL} (or set {RANKS_ENV})"
         ) from None
 
 

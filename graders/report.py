@@ -64,7 +64,7 @@ class Report:
             "lessons": [],
         }
         for lesson, checks in lessons:
-            entry = {
+            entry: dict[str, Any] = {
                 "slug": lesson.slug,
                 "title": lesson.title,
                 "points": 0,

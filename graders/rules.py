@@ -166,7 +166,10 @@ def _prose(tree: ast.Module) -> set[int]:
 
 
 def _scan(
-    node: ast.AST, names: set[str] | frozenset[str], own: str | None, prose: set[int] = frozenset()
+    node: ast.AST,
+    names: set[str] | frozenset[str],
+    own: str | None,
+    prose: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[str, int | str] | None:
     for inner in ast.walk(node):
         if id(inner) in prose:

@@ -132,7 +132,7 @@ def _sandbox_command(
     kernel.apparmor_restrict_unprivileged_userns=0, or run as root).
     """
     tools = {
-        name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+        name: shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin") or ""  # "": missing
         for name in ("bwrap", "prlimit", "setpriv")
     }
     missing = [name for name in ("bwrap", "prlimit") if not tools[name]]

@@ -148,7 +148,7 @@ def _safe_str(obj: object) -> str:
 # grades one function and a mistake in one function costs only its own checks. A proxy holds no
 # answer: it sends its inputs to the checker, which computes the answer with its trusted
 # implementation (graders/secret/dependencies.py, in the checker's process) and sends back
-# plain data.
+# plain data, with what the trusted code did to the objects it was given (see _Crossing).
 # The checker decides which names are proxied (a function's ``builds_on`` in the manifest) and
 # answers only for the dependencies of the function it is grading at that moment, so a proxy
 # kept for later answers nothing. Where the checker has no trusted implementations
@@ -160,92 +160,128 @@ class DependencyRefused(RuntimeError):
     """The checker would not answer a proxy's question (not a dependency of this check)."""
 
 
+# Every proxy is the same: it knows no lesson. What is not plain data crosses as a marker, by
+# its type, and the checker's answer says what becomes of the caller's objects:
+#   an nn.Module       {MODULE: [slot, state dict, training]}; afterwards it takes the gradients the
+#                      checker computed and the training mode the checker's copy ended in;
+#   a torch.Generator  {GENERATOR_STATE: [slot, state]}; afterwards it holds the state the
+#                      checker's draws left, as if the caller's generator had drawn;
+#   an optimizer       {OPTIMIZER: slot}; the steps the checker's code takes (step, zero_grad)
+#                      are taken here by the caller's own optimizer, with its own hooks, state
+#                      and learning rates;
+#   an iterator        the list of its items (a generator, a DataLoader: read once);
+#   a dict of TABLE_SIZE entries or more (bpe_merge's ranks) {TABLE: key}: it crosses once
+#                      per request ("NAME.table" answers with its key), then as its key.
+# A dependency that is a class (a Dataset such as TokenWindows) answers with its items, and
+# the proxy gives back a Dataset that holds them.
+MODULE = "__module__"
+GENERATOR_STATE = "__generator_state__"
+OPTIMIZER = "__optimizer__"
+TABLE = "__table__"
+TABLE_SIZE = 1024
+PLAIN = (Tensor, str, bytes, int, float, bool, type(None))
+
+
 def _model_state(model: nn.Module) -> dict[str, Tensor]:
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
 
-def make_proxies(ask: Callable[[str, Any], Any]) -> dict[str, Any]:
-    """The stand-ins the worker plugs in; ``ask(name, question)`` is the checker's answer."""
+class _Answered(Dataset):
+    """A dependency's Dataset, its items computed by the checker."""
 
-    def pure(name: str) -> Callable:
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.items[i]
+
+
+class _Crossing:
+    """One proxy call: its arguments as plain data, and the caller's objects they stand for."""
+
+    def __init__(self, name: str, ask: Callable[[str, Any], Any], tables: list) -> None:
+        self.name, self.ask, self.tables = name, ask, tables
+        self.modules: list[nn.Module] = []
+        self.generators: list[torch.Generator] = []
+        self.optimizers: list[torch.optim.Optimizer] = []
+
+    def plain(self, value: Any) -> Any:
+        if isinstance(value, PLAIN):
+            return value
+        if isinstance(value, nn.Module):
+            self.modules.append(value)
+            return {MODULE: [len(self.modules) - 1, _model_state(value), value.training]}
+        if isinstance(value, torch.Generator):
+            self.generators.append(value)
+            return {GENERATOR_STATE: [len(self.generators) - 1, value.get_state()]}
+        if isinstance(value, torch.optim.Optimizer):
+            self.optimizers.append(value)
+            return {OPTIMIZER: len(self.optimizers) - 1}
+        if isinstance(value, dict):
+            if len(value) >= TABLE_SIZE:
+                return {TABLE: self.table(value)}
+            return {key: self.plain(item) for key, item in value.items()}
+        if isinstance(value, tuple):
+            return tuple(self.plain(item) for item in value)
+        if isinstance(value, list) or hasattr(value, "__iter__"):
+            return [self.plain(item) for item in value]
+        return value  # not plain data: the question cannot be sent, and says so
+
+    def table(self, mapping: dict) -> int:
+        key = next((key for known, key in self.tables if known is mapping), None)
+        if key is None:
+            key = self.ask(f"{self.name}.table", dict(mapping))
+            self.tables.append((mapping, key))
+        return key
+
+    def settle(self, effects: list) -> None:
+        """What the checker's code did to the objects it was given, done to the caller's."""
+        for kind, slot, detail in effects:
+            if kind == "grads":
+                params = list(self.modules[slot].parameters())
+                for param, grad in zip(params, detail, strict=True):
+                    param.grad = grad
+            elif kind == "train":
+                self.modules[slot].train(detail)
+            elif kind == "generator":
+                self.generators[slot].set_state(detail)
+            elif kind == "step":
+                self.optimizers[slot].step()
+            elif kind == "zero_grad":
+                self.optimizers[slot].zero_grad(set_to_none=detail)
+
+
+def make_proxies(ask: Callable[[str, Any], Any]) -> _Proxies:
+    """The stand-ins the worker plugs in; ``ask(name, question)`` is the checker's answer."""
+    tables: list[tuple[dict, int]] = []  # tables sent in this request, kept alive
+
+    def proxy_of(name: str) -> Callable:
         def proxy(*args: Any, **kwargs: Any) -> Any:
-            return ask(name, [list(args), kwargs])
+            crossing = _Crossing(name, ask, tables)
+            question = [crossing.plain(list(args)), crossing.plain(kwargs)]
+            value, effects, dataset = ask(name, question)
+            crossing.settle(effects)
+            return _Answered(value) if dataset else value
 
         proxy.__name__ = proxy.__qualname__ = name
         return proxy
 
-    vocabularies: list[tuple[dict, int]] = []  # ranks tables sent in this request, kept alive
-
-    def bpe_merge(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
-        key = next((key for known, key in vocabularies if known is ranks), None)
-        if key is None:  # a table crosses once, then travels as its number
-            key = ask("bpe_merge.ranks", dict(ranks))
-            vocabularies.append((ranks, key))
-        return ask("bpe_merge", [piece, key])
-
-    class TokenWindows(Dataset):
-        def __init__(self, ids: Any, context_length: int, stride: int) -> None:
-            self.items = ask("TokenWindows", [ids, context_length, stride])
-
-        def __len__(self) -> int:
-            return len(self.items)
-
-        def __getitem__(self, i: int) -> Any:
-            return self.items[i]
-
-    def sample_next(
-        logits: Tensor,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        state = None if generator is None else generator.get_state()
-        ids, state = ask("sample_next", [logits, temperature, top_k, state])
-        if generator is not None:  # the caller's generator advances as a real draw would
-            generator.set_state(state)
-        return ids
-
-    def train_step(
-        model: nn.Module, micro_batches: Any, optimizer: Any, max_grad_norm: float = 1.0
-    ) -> float:
-        # The checker computes the loss and the clipped gradients; the caller's own optimizer
-        # takes the step here, so its hooks, state and learning rates act as they would.
-        loss, grads = ask(
-            "train_step", [_model_state(model), _batches(micro_batches), max_grad_norm]
-        )
-        model.train()
-        for param, grad in zip(model.parameters(), grads, strict=True):
-            param.grad = grad
-        optimizer.step()
-        optimizer.zero_grad()  # gradients back to None (the default since torch 2.0)
-        return loss
-
-    def evaluate(model: nn.Module, batches: Any) -> float:
-        return ask("evaluate", [_model_state(model), _batches(batches)])
-
-    # Any other name is a plain-data function: its proxy sends the arguments, gets the value.
-    special = {
-        "bpe_merge": bpe_merge,
-        "TokenWindows": TokenWindows,
-        "sample_next": sample_next,
-        "train_step": train_step,
-        "evaluate": evaluate,
-    }
-    return _Proxies(special, pure, vocabularies)
+    return _Proxies(proxy_of, tables)
 
 
 class _Proxies(dict):
-    """The proxies by name: the special ones, else a plain-data proxy made on first use."""
+    """The proxies by name, each made on first use."""
 
-    def __init__(
-        self, special: dict[str, Any], pure: Callable[[str], Callable], tables: list
-    ) -> None:
-        super().__init__(special)
-        self.pure = pure
-        self.tables = tables  # the checker forgets its ranks tables after every request
+    def __init__(self, proxy_of: Callable[[str], Callable], tables: list) -> None:
+        super().__init__()
+        self.proxy_of = proxy_of
+        self.tables = tables  # the checker forgets its tables after every request
 
     def __missing__(self, name: str) -> Callable:
-        self[name] = proxy = self.pure(name)
+        self[name] = proxy = self.proxy_of(name)
         return proxy
 
 
@@ -577,11 +613,11 @@ def scenario_make_loader(
     global_before = torch.random.get_rng_state()
     batches = [[list(batch) for batch in loader] for _ in range(epochs)]
     generator = getattr(loader, "generator", None)
-    seeded = isinstance(generator, torch.Generator)
+    seed = generator.initial_seed() if isinstance(generator, torch.Generator) else None
     return {
         "is_loader": isinstance(loader, DataLoader),
         "epochs": batches,
-        "generator_seed": generator.initial_seed() if seeded else None,
+        "generator_seed": seed,
         "global_drawn": not torch.equal(global_before, torch.random.get_rng_state()),
     }
 
@@ -759,12 +795,7 @@ class Worker:
         if self.package is None:
             init = os.path.join(self.target, "__init__.py")
             if os.path.exists(init):
-                spec = importlib.util.spec_from_file_location(
-                    ALIAS, init, submodule_search_locations=[self.target]
-                )
-                package = importlib.util.module_from_spec(spec)
-                sys.modules[ALIAS] = package
-                spec.loader.exec_module(package)
+                package = _load_package(ALIAS, self.target)
             else:
                 package = types.ModuleType(ALIAS)
                 package.__path__ = [self.target]
@@ -1052,14 +1083,20 @@ def provide(folder: str) -> None:
     """Make the course's provided package (``gpt/``: no exercise in it, it ships to students)
     importable under its own name from ``folder``: lesson modules import it (tokens uses
     ``gpt.vocab`` for GPT-2's merge ranks)."""
+    _load_package(os.path.basename(folder), folder)
+
+
+def _load_package(name: str, folder: str) -> types.ModuleType:
+    """The package in ``folder`` (its ``__init__.py``), imported as ``name``."""
     spec = importlib.util.spec_from_file_location(
-        os.path.basename(folder),
-        os.path.join(folder, "__init__.py"),
-        submodule_search_locations=[folder],
+        name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
     )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {folder} as a package")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str]) -> None:

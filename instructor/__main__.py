@@ -37,7 +37,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         description="nbgrader tooling for the course's instructors",
     )
     # --course and --gradebook may come after the command too (`nox -s autograde -- --course D`).
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     for where in (parser, common):
         hide = where is common
         where.add_argument(
@@ -236,9 +236,11 @@ def collect_lessons(course: Course, lessons: list[str] | None) -> bool:
     """Collect, saying what was found; whether a zip was skipped."""
     from .collect import collect
 
-    found, problems = collect(course, lessons)
+    found, problems, notes = collect(course, lessons)
     for line in problems:
         print(line, file=sys.stderr)
+    for line in notes:
+        print(line)
     for lesson, students in found.items():
         print(f"collected {lesson}: {len(students)} submission(s)")
     return bool(problems)

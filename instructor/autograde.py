@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli import one_line
 from core.manifest import load_manifest
@@ -51,6 +51,9 @@ from .errors import SetupError
 from .gradebook import Graded, Recorder
 from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
 from .nbgrader_api import api
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")  # what nbgrader and file names accept
 
@@ -162,7 +165,8 @@ def find_jobs(
     that cannot be graded (a student id with odd characters, a lesson not released)."""
     released = course.lessons()
     known = {lesson.slug for lesson in load_manifest().lessons}
-    jobs, problems = [], []
+    jobs: list[tuple[str, str]] = []
+    problems: list[str] = []
     if not course.submitted.is_dir():
         return jobs, problems
     for folder in sorted(course.submitted.iterdir()):
@@ -206,6 +210,23 @@ def _timestamp(course: Course, student: str, lesson: str) -> str | None:
     return text or None
 
 
+def local_cluster_options() -> dict[str, Any]:
+    """How the local cluster keeps every other process out: a Dask scheduler listens on a port
+    that any local user can reach, and whoever reaches it runs code as the instructor. With
+    ``cryptography`` installed: worker processes over TLS with temporary credentials made for
+    this run (:meth:`distributed.security.Security.temporary`, held in memory, handed to the
+    workers this process starts), so a client without them cannot connect. Without it: the
+    workers are threads of this process talking in-process (no port at all); each grading run
+    is a process of its own either way."""
+    from distributed.security import Security
+
+    try:
+        security = Security.temporary()
+    except ImportError:
+        return {"processes": False}
+    return {"processes": True, "protocol": "tls://", "host": "127.0.0.1", "security": security}
+
+
 class Engine:
     """Runs grading tasks and hands back their results in batches (those that finished
     together). ``dask``: a Dask distributed cluster (a LocalCluster unless given a scheduler's
@@ -241,11 +262,11 @@ class Engine:
                 self.cluster = LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
-                    processes=True,
                     dashboard_address=None,
                     silence_logs=logging.ERROR,
+                    **local_cluster_options(),
                 )
-                self.client = Client(self.cluster)
+                self.client = Client(self.cluster, security=self.cluster.security)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -332,37 +353,85 @@ def autograde(
             kwargs = {"sandbox": sandbox, "timeout": timeout}
             tasks[(student, lesson, digest[:16])] = (grader, (lesson, files), kwargs)
         digests = {key[:2]: key[2] for key in tasks}
-        with (
-            _Progress(len(jobs), enabled=progress) as bar,
-            Recorder(course, site=course_site(course)) as recorder,
-            Engine(engine, workers, scheduler) as pool,
-        ):
-            for batch in pool.run(tasks):
-                ready = []
-                for key, result, error in batch:
-                    job = key[:2]
-                    outcome = outcomes[job]
-                    bar.graded("/".join(job))
-                    if error is not None:
-                        outcome.notes.append(f"grading failed: {one_line(error)}")
-                        continue
-                    outcome.graded = graded_any(result["report"])
-                    outcome.seconds = result["seconds"]
-                    if result["error"]:
-                        outcome.notes.append(result["error"])
-                    _files, digest = submission_files(course, *job)
-                    if digest[:16] != digests[job]:
-                        outcome.notes.append("the submission changed while it was graded")
-                        outcome.graded = False
-                        continue
-                    save_result(course.results, *job, digest, result)
-                    ready.append(
-                        Graded(*job, digest, result["report"], stamps[job], result["error"])
-                    )
-                _record(recorder, ready, outcomes)
-                for key, _result, _error in batch:
-                    bar.recorded(outcomes[key[:2]])
+        with Recorder(course, site=course_site(course)) as recorder:
+            earlier = _attempt_tasks(course, jobs, recorder, tasks, grader, kwargs)
+            with (
+                _Progress(len(jobs), enabled=progress) as bar,
+                Engine(engine, workers, scheduler) as pool,
+            ):
+                for batch in pool.run(tasks):
+                    ready, attempts = [], []
+                    for key, result, error in batch:
+                        job: tuple[str, str] = key[:2]
+                        outcome = outcomes[job]
+                        if key in earlier:
+                            stamp, digest = earlier[key]
+                            if error is not None or result["error"]:
+                                why = one_line(error) if error is not None else result["error"]
+                                outcome.notes.append(f"earlier attempt ({stamp}): {why}")
+                            if error is None:
+                                attempts.append(Graded(*job, digest, result["report"], stamp))
+                            continue
+                        bar.graded("/".join(job))
+                        if error is not None:
+                            outcome.notes.append(f"grading failed: {one_line(error)}")
+                            continue
+                        outcome.graded = graded_any(result["report"])
+                        outcome.seconds = result["seconds"]
+                        if result["error"]:
+                            outcome.notes.append(result["error"])
+                        _files, digest = submission_files(course, *job)
+                        if digest[:16] != digests[job]:
+                            outcome.notes.append("the submission changed while it was graded")
+                            outcome.graded = False
+                            continue
+                        save_result(course.results, *job, digest, result)
+                        ready.append(
+                            Graded(*job, digest, result["report"], stamps[job], result["error"])
+                        )
+                    _record(recorder, ready, outcomes)
+                    _record_attempts(recorder, attempts, outcomes)
+                    for key, _result, _error in batch:
+                        if key not in earlier:
+                            bar.recorded(outcomes[key[:2]])
     return [outcomes[job] for job in jobs]
+
+
+def _attempt_tasks(
+    course: Course,
+    jobs: list[tuple[str, str]],
+    recorder: Recorder,
+    tasks: dict[Any, tuple[Callable, tuple, dict]],
+    grader: Callable[..., dict[str, Any]],
+    kwargs: dict[str, Any],
+) -> dict[tuple[str, str, str], tuple[str | None, str]]:
+    """Add to ``tasks`` the earlier attempts collect kept for these submissions (see
+    :mod:`.collect`) that the history does not hold yet; returns their (timestamp,
+    fingerprint) by task key. They are graded for the class report's history only."""
+    from .collect import attempts, read_stamp
+
+    earlier = {}
+    for student, lesson in jobs:
+        for folder in attempts(course, lesson, student):
+            files, digest = submission_files(course, student, lesson, folder)
+            key = (student, lesson, digest[:16])
+            if key in tasks or recorder.has_history(student, lesson, digest):
+                continue  # the submission itself, or an attempt graded before
+            tasks[key] = (grader, (lesson, files), kwargs)
+            earlier[key] = (read_stamp(folder), digest)
+    return earlier
+
+
+def _record_attempts(recorder: Recorder, attempts: list[Graded], outcomes: dict) -> None:
+    if not attempts:
+        return
+    try:
+        recorder.record_attempts(attempts)
+    except Exception as error:  # noqa: BLE001 - the history misses them; the grades stand
+        for graded in attempts:
+            outcomes[(graded.student, graded.lesson)].notes.append(
+                f"recording an earlier attempt failed: {one_line(error)}"
+            )
 
 
 def _record(recorder: Recorder, ready: list[Graded], outcomes: dict) -> None:
@@ -389,7 +458,7 @@ class _Progress:
         self.console = Console(stderr=True, highlight=False)
         self.enabled = enabled
         self.total = total
-        self.progress = None
+        self.progress: Progress | None = None
 
     def __enter__(self) -> _Progress:
         if self.enabled and self.console.is_terminal:

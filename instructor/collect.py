@@ -10,6 +10,14 @@ date in an LMS-style name (``..._attempt_2026-01-30-14-05-00.zip``), else the ti
 saw that zip (recorded in ``archive/first-seen.json``): never a date inside the zip, which the
 student sets.
 
+A download can hold several attempts of one student (``hw1_ann_attempt_DATE.zip`` twice), and
+a later download can hold an older zip than the one collected before. The newest attempt by
+that time is the submission, in ``submitted/``; an older one never replaces it, and one line
+per student says which was kept and which ignored. The older attempts (and a submission a
+newer one replaced) are kept in ``downloaded/LESSON/attempts/STUDENT/TIME/``: autograde grades
+them into the per-check history only, so the class report sees every attempt (who is stuck),
+while the gradebook holds the newest.
+
 A zip that cannot be collected (unreadable, no student id in its name, nothing of the lesson
 inside, too big) is skipped with one line saying why; the others are collected. Plain
 ``nbgrader zip_collect`` works too, with :class:`SubmissionCollector`.
@@ -87,15 +95,16 @@ class Unusable(Exception):
 
 
 FIRST_SEEN = "first-seen.json"  # in archive/: zip name and content hash -> when collect saw it
+ATTEMPTS = "attempts"  # downloaded/LESSON/attempts/STUDENT/TIME/: the earlier attempts
 
 
 def _timestamp(name: str, first_seen: str) -> str:
     if "_attempt_" in name:
         match = _ATTEMPT.search(name.split("_attempt_", 1)[1])
         if match:
-            parts = [int(p) if p else 0 for p in match.groups()]
+            year, month, day, hour, minute, second = (int(p) if p else 0 for p in match.groups())
             try:
-                return datetime(*parts).strftime(STAMP)
+                return datetime(year, month, day, hour, minute, second).strftime(STAMP)
             except ValueError:
                 pass
     return first_seen
@@ -110,9 +119,8 @@ def _first_seen(path: Path, ledger: dict[str, str]) -> str:
     return ledger[key]
 
 
-def unpack(path: Path, lesson: str, submitted: Path, first_seen: str = "") -> str:
-    """Collect one zip into submitted/STUDENT/LESSON/; returns the student id. ``first_seen``:
-    the submission time when the zip's name carries none."""
+def _stamp_of(path: Path, first_seen: str) -> tuple[str, str]:
+    """(student, submission time) of a zip, from its name (and the first-seen ledger)."""
     name = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else None
     if name is None:
         raise Unusable("not a .zip file (download the students' submissions as zips)")
@@ -122,6 +130,12 @@ def unpack(path: Path, lesson: str, submitted: Path, first_seen: str = "") -> st
             "no student id in the name: name it STUDENT.zip (or the LMS's "
             "NAME_STUDENT_attempt_DATE.zip) with letters, digits and . _ @ - only"
         )
+    return student, _timestamp(name, first_seen)
+
+
+def unpack(path: Path, lesson: str, dest: Path, stamp: str) -> None:
+    """Unpack one zip's lesson files into ``dest`` (replaced whole, through a staging folder
+    beside it), with ``stamp`` as its timestamp.txt."""
     try:
         with zipfile.ZipFile(path) as archive:
             members = [info for info in archive.infolist() if not info.is_dir()]
@@ -140,14 +154,13 @@ def unpack(path: Path, lesson: str, submitted: Path, first_seen: str = "") -> st
                     f"holds neither {lesson}.ipynb nor exercises/ (zip the lesson's folder "
                     "as released)"
                 )
-            staging = submitted / student / f".{lesson}.collecting"
+            staging = dest.with_name(f".{dest.name}.collecting")
             if staging.exists():
                 shutil.rmtree(staging)
             for rel, info in sorted(wanted.items()):
-                dest = staging / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(archive.read(info))
-            stamp = _timestamp(name, first_seen)
+                target = staging / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(info))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as error:
         detail = str(error).strip().splitlines()
         raise Unusable(
@@ -155,40 +168,134 @@ def unpack(path: Path, lesson: str, submitted: Path, first_seen: str = "") -> st
             "it again from the LMS"
         ) from None
     staging.mkdir(parents=True, exist_ok=True)
-    if stamp:
-        (staging / "timestamp.txt").write_text(stamp + "\n")
-    dest = submitted / student / lesson
+    (staging / "timestamp.txt").write_text(stamp + "\n")
+    _replace(staging, dest)
+
+
+def _replace(new: Path, dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
-    os.replace(staging, dest)
-    return student
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(new, dest)
 
 
 def _is_link(info: zipfile.ZipInfo) -> bool:
     return (info.external_attr >> 16) & 0o170000 == 0o120000
 
 
-def collect(course: Course, lessons: list[str] | None = None) -> tuple[dict, list[str]]:
-    """Collect every zip in downloaded/LESSON/archive/; returns the students found per lesson
-    and one line per zip that was skipped."""
+def when(stamp: str | None) -> datetime | None:
+    """A timestamp.txt's time (nbgrader's format, or any it reads), None if unreadable."""
+    if not stamp:
+        return None
+    from nbgrader.utils import parse_utc
+
+    try:
+        return parse_utc(stamp.strip()).replace(tzinfo=None)
+    except Exception:  # noqa: BLE001 - an unreadable timestamp is no timestamp
+        return None
+
+
+def read_stamp(folder: Path) -> str | None:
+    try:
+        return (folder / "timestamp.txt").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def attempt_folder(course: Course, lesson: str, student: str, stamp: str) -> Path:
+    """Where an earlier attempt is kept: downloaded/LESSON/attempts/STUDENT/TIME/."""
+    moment = when(stamp) or datetime.min
+    return course.downloaded / lesson / ATTEMPTS / student / moment.strftime("%Y%m%dT%H%M%S%f")
+
+
+def attempts(course: Course, lesson: str, student: str) -> list[Path]:
+    """A student's earlier attempts at a lesson that collect kept, oldest first."""
+    folder = course.downloaded / lesson / ATTEMPTS / student
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _shown(stamp: str) -> str:
+    moment = when(stamp)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else stamp
+
+
+def _collect_student(
+    course: Course, lesson: str, student: str, zips: list[tuple[Path, str]]
+) -> tuple[bool, list[str], list[str]]:
+    """Collect one student's zips of a lesson: the newest into submitted/, the others (and a
+    submission they replace) kept as earlier attempts. Returns whether submitted/ holds one,
+    the skip lines and the line saying which attempt was kept and which ignored."""
+    dest = course.submitted / student / lesson
+    problems, usable = [], []
+    newest_first = sorted(zips, key=lambda z: (when(z[1]) or datetime.min, z[0].name), reverse=True)
+    current = read_stamp(dest) if dest.is_dir() else None
+    kept: str | None = None  # what submitted/ holds, in words
+    older: list[str] = []
+    for path, stamp in newest_first:
+        rel = path.relative_to(course.root)
+        newer_there = kept is not None or (
+            current is not None and (when(current) or datetime.min) > (when(stamp) or datetime.min)
+        )
+        try:
+            if newer_there:
+                unpack(path, lesson, attempt_folder(course, lesson, student, stamp), stamp)
+                older.append(f"{path.name} ({_shown(stamp)})")
+            else:
+                if current is not None and when(current) not in (None, when(stamp)):
+                    # The submission this one replaces stays in the history as an attempt.
+                    earlier = attempt_folder(course, lesson, student, current)
+                    if earlier.exists():
+                        shutil.rmtree(earlier)
+                    earlier.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copytree(dest, earlier)
+                unpack(path, lesson, dest, stamp)
+                kept = f"{path.name} ({_shown(stamp)}), the newest"
+            usable.append(path)
+        except Unusable as error:
+            problems.append(f"skipped {rel}: {error}")
+    if kept is None and current is not None and older:
+        kept = f"submitted/{student}/{lesson}/ ({_shown(current)}), collected before and newer"
+    notes = []
+    if older:
+        notes.append(
+            f"{student}/{lesson}: kept {kept}; ignored {', '.join(older)} as older "
+            "(kept as earlier attempts, for the report's history only)"
+        )
+    return dest.is_dir() and bool(usable), problems, notes
+
+
+def collect(course: Course, lessons: list[str] | None = None) -> tuple[dict, list[str], list[str]]:
+    """Collect every zip in downloaded/LESSON/archive/. Returns the students found per lesson,
+    one line per zip that was skipped, and one line per student whose older attempt was
+    ignored (which was kept, and why)."""
     found: dict[str, list[str]] = {}
     problems: list[str] = []
+    notes: list[str] = []
     for lesson in lessons or course.lessons():
         archive = course.downloaded / lesson / "archive"
         if not archive.is_dir():
             continue
-        students = []
         ledger_path = archive / FIRST_SEEN
         try:
             ledger = json.loads(ledger_path.read_text())
         except (OSError, ValueError):
             ledger = {}
+        by_student: dict[str, list[tuple[Path, str]]] = {}
         for path in sorted(p for p in archive.iterdir() if p.is_file() and p != ledger_path):
             try:
-                seen = _first_seen(path, ledger)
-                students.append(unpack(path, lesson, course.submitted, seen))
+                student, stamp = _stamp_of(path, _first_seen(path, ledger))
+                by_student.setdefault(student, []).append((path, stamp))
             except Unusable as error:
                 problems.append(f"skipped {path.relative_to(course.root)}: {error}")
         atomic_write_bytes(ledger_path, json.dumps(ledger, indent=1, sort_keys=True).encode())
+        students = []
+        for student, zips in sorted(by_student.items()):
+            collected, skipped, said = _collect_student(course, lesson, student, zips)
+            problems += skipped
+            notes += said
+            if collected:
+                students.append(student)
         found[lesson] = students
-    return found, problems
+    return found, problems, notes

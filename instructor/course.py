@@ -8,6 +8,7 @@
     source/LESSON/          one assignment per lesson (built from the manifest)
     release/LESSON/         what students get (``nbgrader generate_assignment``)
     downloaded/LESSON/archive/   zips to collect (``nbgrader zip_collect``)
+    downloaded/LESSON/attempts/STUDENT/TIME/   earlier attempts, for the report's history
     submitted/STUDENT/LESSON/    submissions, nbgrader's layout
     autograded/ feedback/   nbgrader's outputs
     results/STUDENT/LESSON.json  the grading harness's reports (ours; instructors only)

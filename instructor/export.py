@@ -10,7 +10,8 @@ too: their cells carry an opaque grade id in the students' notebook, but this fi
 instructor's), whether it is hidden, its function, the submission's timestamp and status, the
 score and the most it could score, and nbgrader's cell id.
 
-Both are written atomically (a reader sees the old file or the new one), by
+Both are written atomically (a reader sees the old file or the new one), cells that a
+spreadsheet would run as a formula neutralised (:func:`cell`), by
 :class:`GradesExport`, an nbgrader export plugin: ``nbgrader export`` in the course folder
 (whose generated config names it) writes the same files, ``--to PATH`` naming grades.csv.
 """
@@ -140,11 +141,28 @@ def check_rows(gb: Any) -> Iterator[dict[str, str]]:
                     yield {key: _text(row.get(key)) for key in BY_CHECK}
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may read as a formula
+
+
+def cell(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one that starts like a formula (a roster's
+    name, a student's id) gets a leading apostrophe, as OWASP advises against CSV injection;
+    plain numbers (a negative one too) stay numbers. A carriage return becomes a line break,
+    which the writer quotes (it quotes only its own line terminator's characters)."""
+    if text.startswith(FORMULA_START):
+        try:
+            float(text)
+        except ValueError:
+            text = "'" + text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def write_csv(path: Path, columns: list[str], rows: Iterator[dict[str, str]]) -> None:
+    """Every CSV of the course (exports, reports): atomically, each cell through :func:`cell`."""
     buffer = io.StringIO()
     out = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     out.writeheader()
-    out.writerows(rows)
+    out.writerows({key: cell(value) for key, value in row.items()} for row in rows)
     atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
 
 

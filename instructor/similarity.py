@@ -19,6 +19,7 @@ from pathlib import Path
 from core.atomic import atomic_write_bytes
 from core.manifest import load_manifest
 
+from .autograde import STUDENT_ID
 from .course import PACKAGE, Course
 from .errors import SetupError
 
@@ -48,10 +49,11 @@ def compare(course: Course, lesson: str, to: Path | None = None) -> tuple[Path, 
         ) from None
     module = f"{load_manifest().lesson(lesson).module}.py"
     stub = course.source / lesson / PACKAGE / module
+    # Only ids autograde accepts: copydetect's page shows the file names unescaped.
     students = [
         s
         for s in course.students(lesson)
-        if (course.submitted / s / lesson / PACKAGE / module).is_file()
+        if STUDENT_ID.match(s) and (course.submitted / s / lesson / PACKAGE / module).is_file()
     ]
     if len(students) < 2:
         raise SetupError(f"fewer than two submissions of {lesson}: nothing to compare")

@@ -3,7 +3,8 @@
     python -m live.course_server                  # build/site at http://127.0.0.1:8008/course/
     python -m live.course_server --exercises DIR  # "with my code" uses another package
 
-It is a Jupyter server (``jupyter_server``) with three additions:
+It is a Jupyter server (``jupyter_server``) with one extension, :mod:`live.server_extension`
+(an ``ExtensionApp``), which adds three things:
 
 - ``/course/...`` serves the built site (``mkdocs build``), after login by the token in the
   printed address. Its pages get a ``<meta name="course-live">`` that tells
@@ -18,7 +19,8 @@ It is a Jupyter server (``jupyter_server``) with three additions:
 
 It listens on 127.0.0.1 only, with a token; kernels start when a page first runs a block,
 stop when the page is left or closed (the page deletes its kernel) and otherwise after
-``--idle`` seconds without activity; no other Jupyter server extension is loaded.
+``--idle`` seconds without activity; no other Jupyter server extension is loaded (the
+extension says so: ``load_other_extensions = False``).
 """
 
 from __future__ import annotations
@@ -97,18 +99,21 @@ def read_report(path: Path) -> dict[str, Any]:
     return {"report": report, "graded": graded, "error": None}
 
 
-def make_handlers(options: argparse.Namespace) -> list[tuple[str, type, dict[str, Any]]]:
+def make_handlers(
+    *, site: Path, exercises: Path, report: Path, timeout: float, output_limit: int
+) -> list[tuple[str, type, dict[str, Any]]]:
+    """The course's routes: the site under /course/, the grading report's API."""
     from jupyter_server.base.handlers import APIHandler, JupyterHandler
     from tornado import web
 
-    site = options.site.resolve()
+    site = site.resolve()
     live = {
-        "timeout": options.timeout,
-        "outputLimit": options.output_limit,
-        "exercises": _shown(options.exercises),
+        "timeout": timeout,
+        "outputLimit": output_limit,
+        "exercises": _shown(exercises),
         "setup": {
-            "reference": kernel_setup_code(None, options.output_limit),
-            "mine": kernel_setup_code(options.exercises, options.output_limit),
+            "reference": kernel_setup_code(None, output_limit),
+            "mine": kernel_setup_code(exercises, output_limit),
         },
         "report": "/course-api/report",
     }
@@ -148,7 +153,7 @@ def make_handlers(options: argparse.Namespace) -> list[tuple[str, type, dict[str
         @web.authenticated
         def get(self) -> None:
             self.set_header("Cache-Control", "no-store")
-            self.finish(json.dumps(read_report(options.report)))
+            self.finish(json.dumps(read_report(report)))
 
     return [
         (r"/course", web.RedirectHandler, {"url": PREFIX}),
@@ -178,26 +183,17 @@ def main(argv: list[str] | None = None) -> int:
     if not (options.exercises / "__init__.py").is_file():
         print(f"error: {options.exercises} is not a package directory", file=sys.stderr)
         return 2
-    from jupyter_server.serverapp import ServerApp
-
-    class CourseServer(ServerApp):
-        name = "course-server"
-
-        def find_server_extensions(self) -> None:
-            """Load no other extension (JupyterLab, nbgrader's, ...): only the kernel API."""
-            self.jpserver_extensions = {}
+    from .server_extension import make_server
 
     token = options.token or secrets.token_hex(24)
-    app = CourseServer()
-    app.initialize(
-        argv=[
+    app = make_server(
+        [
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={options.port}",
             "--ServerApp.port_retries=0",
             "--ServerApp.open_browser=False",
             "--ServerApp.allow_root=True",  # containers and CI run as root
             f"--ServerApp.root_dir={ROOT}",
-            f"--ServerApp.default_url={PREFIX}",
             f"--IdentityProvider.token={token}",
             f"--MappingKernelManager.cull_idle_timeout={options.idle}",
             "--MappingKernelManager.cull_interval=60",
@@ -205,9 +201,13 @@ def main(argv: list[str] | None = None) -> int:
             # Kernels talk to the server over Unix sockets where there are some: nothing
             # listens on a TCP port but the server itself.
             *(["--KernelManager.transport=ipc"] if os.name == "posix" else []),
+            f"--CourseServer.site={options.site}",
+            f"--CourseServer.exercises={options.exercises}",
+            f"--CourseServer.report={options.report}",
+            f"--CourseServer.timeout={options.timeout}",
+            f"--CourseServer.output_limit={options.output_limit}",
         ]
     )
-    app.web_app.add_handlers(".*$", make_handlers(options))
     url = f"http://127.0.0.1:{app.port}{PREFIX}?token={token}"
     print(f"The course, runnable: {url}", flush=True)
     if options.open:

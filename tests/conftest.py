@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,28 @@ def _console_scripts_on_path():
 def bubblewrap() -> Path:
     """bwrap's path; the test skips (fails under CI) where bubblewrap is not installed."""
     return require("bubblewrap")
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A TCP server on the host's loopback: the sandbox must not reach it."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                server.accept()[0].close()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
 
 
 def _sentences(seed: int, n: int) -> str:

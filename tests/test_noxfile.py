@@ -90,6 +90,12 @@ def test_torch_comes_from_the_cpu_index_on_linux_unless_cuda_is_asked_for(noxfil
     assert noxfile.torch_index_options("cpu", platform="win32") == []
 
 
+def test_the_environments_install_the_vocabulary_package_pinned_in_gpt_vocab(noxfile) -> None:
+    from gpt import vocab
+
+    assert noxfile.VOCAB_PACKAGE == vocab.VOCAB_PACKAGE
+
+
 def test_a_bad_torch_choice_stops_with_one_line(noxfile, monkeypatch) -> None:
     class Stop(Exception):
         pass

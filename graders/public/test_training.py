@@ -133,7 +133,8 @@ def as_state(value: Any, what: str, n: int) -> dict:
 
 def run_adamw(student, case: dict, hyper: dict) -> dict:
     """The student's adamw_step, called once per step, each time with the state it returned."""
-    params, state, after = case["params"], {}, []
+    params, after = case["params"], []
+    state: dict = {}
     for t, grads in enumerate(case["grads"], start=1):
         what = f"adamw_step (step {t})"
         result = student.call("adamw_step", params, grads, state, **hyper)

@@ -214,7 +214,7 @@ def _first_difference(batches: list, want: list) -> str:
         if same(batch, expected, rtol=0, atol=0):
             continue
         try:
-            got_row = torch.as_tensor(batch[0])[0].tolist()
+            got_row: list | str = torch.as_tensor(batch[0])[0].tolist()
         except Exception:  # noqa: BLE001 - a malformed batch: the shapes say enough
             got_row = "?"
         return (

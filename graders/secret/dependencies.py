@@ -2,8 +2,12 @@
 
 While the worker grades ``lm_loss``, the student's module sees a proxy for ``cross_entropy``
 (graders/worker.py, ``make_proxies``): each call sends its inputs here, and the trusted
-implementation (graders/secret/trusted.py) answers in the checker's process. Only plain data
-crosses: no trusted code, expected value or rule ever enters the student's process.
+implementation (graders/secret/trusted.py, else the lesson's oracle of that name) answers in
+the checker's process. Only plain data crosses: no trusted code, expected value or rule ever
+enters the student's process. The proxies know no lesson: a model, a generator or an optimizer
+crosses as a marker of its type, and the answer says what the trusted code did to it (its
+gradients, its training mode, its draws, its optimizer's steps), for the worker to do to the
+caller's own objects.
 
 An ``Answers`` object belongs to one worker. It answers a question only for a dependency of
 the function being graded at that moment (``allow``), only for inputs of a bounded size, and
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,7 @@ import torch
 from torch import Tensor
 
 from core.manifest import load_manifest
-from graders.worker import TooLarge, ToyLM, parts_of
+from graders.worker import GENERATOR_STATE, MODULE, OPTIMIZER, TABLE, TooLarge, ToyLM, parts_of
 
 from . import oracles, trusted
 
@@ -52,8 +56,8 @@ class Answers:
         # read now, before any student code runs (which could rewrite the manifest's file)
         self.manifest = load_manifest()
         self.allowed: frozenset[str] = frozenset()
-        self.vocabularies: dict[int, dict[bytes, int]] = {}  # this request's ranks tables
-        self.tables = 0  # ranks tables received so far: each gets a number never used before
+        self.vocabularies: dict[int, dict] = {}  # this request's tables (bpe_merge's ranks)
+        self.tables = 0  # tables received so far: each gets a number never used before
 
     def names(self, function: str) -> list[str]:
         """The dependencies of ``module.function`` that this checker answers for (its
@@ -72,7 +76,9 @@ class Answers:
         if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
             raise Refused(f"{name!r} is not a dependency of the function being graded")
         _bounded(question)
-        handler = _HANDLERS.get(name)
+        handler: Callable[..., Any] | None = None
+        if name.partition(".")[2] == "table":
+            handler = Answers._table
         if handler is None:
             if "." in name:
                 raise Refused(f"no answers for {name!r}")
@@ -86,68 +92,103 @@ class Answers:
             why = f"{type(error).__name__}: {error}"
             raise Refused(f"{name} could not be answered: {why}") from None
 
-    # -- one handler per dependency ------------------------------------------------------------
-
-    def _pure(self, name: str, question: Any) -> Any:
-        """A plain-data dependency: its trusted implementation, else its lesson's oracle."""
+    def _pure(self, name: str, question: Any) -> list:
+        """A dependency's trusted implementation, else its lesson's oracle, on the question's
+        arguments: [its value, what it did to the objects it was given, whether the value is a
+        Dataset's items]."""
         args, kwargs = question
+        check = _CHECKS.get(name)
+        if check is not None:
+            check(args, dict(kwargs))
+        revived = _Revived(self.vocabularies)
+        args, kwargs = revived.value(list(args)), revived.value(dict(kwargs))
         implementation = getattr(trusted, name, None) or oracles.named(name)
-        return implementation(*args, **dict(kwargs))
+        if isinstance(implementation, type):  # a Dataset (TokenWindows): its items cross
+            made = implementation(*args, **kwargs)
+            if len(made) > MAX_ITEMS:
+                raise Refused("too many items to send")
+            return [[made[i] for i in range(len(made))], revived.effects(), True]
+        return [implementation(*args, **kwargs), revived.effects(), False]
 
-    def _ranks(self, ranks: Any) -> int:
-        if not isinstance(ranks, dict) or not all(
-            isinstance(k, bytes) and isinstance(v, int) for k, v in ranks.items()
-        ):
-            raise Refused("bpe_merge's ranks must map bytes to int")
+    def _table(self, table: Any) -> int:
+        """A large table (bpe_merge's ranks) that the worker sends once per request."""
+        if not isinstance(table, dict):
+            raise Refused("a table must be a dict")
         if len(self.vocabularies) >= MAX_TABLES:
-            raise Refused(f"more than {MAX_TABLES} ranks tables: pass the same table again")
+            raise Refused(f"more than {MAX_TABLES} tables: pass the same table again")
         self.tables += 1
-        self.vocabularies[self.tables] = ranks
+        self.vocabularies[self.tables] = table
         return self.tables
 
-    def _bpe_merge(self, question: Any) -> list[int]:
-        piece, key = question
-        if not isinstance(piece, bytes) or not isinstance(key, int) or key not in self.vocabularies:
-            raise Refused("bpe_merge takes a bytes piece and a ranks table")
-        if len(piece) > MAX_PIECE:
-            raise Refused(f"a piece of more than {MAX_PIECE} bytes is too long to merge")
-        return trusted.bpe_merge(piece, self.vocabularies[key])
 
-    def _token_windows(self, question: Any) -> list[tuple[Tensor, Tensor]]:
-        windows = trusted.TokenWindows(*question)
-        if len(windows) > MAX_ITEMS:
-            raise Refused("too many windows to send")
-        return [windows[i] for i in range(len(windows))]
+class _Revived:
+    """A question's markers (graders/worker.py) as the objects they stand for, and what the
+    trusted code does to them, as the effects the worker repeats on the caller's objects."""
 
-    def _sample_next(self, question: Any) -> tuple[Tensor, Tensor | None]:
-        logits, temperature, top_k, state = question
-        generator = None
-        if state is not None:
-            generator = torch.Generator()
+    def __init__(self, tables: dict[int, dict]) -> None:
+        self.tables = tables
+        self.modules: dict[int, ToyLM] = {}
+        self.generators: dict[int, torch.Generator] = {}
+        self.events: list[list] = []  # the optimizers' steps, in order
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(self.value(item) for item in value)
+        if not isinstance(value, dict):
+            return value
+        if set(value) == {MODULE}:
+            slot, state, training = value[MODULE]
+            self.modules[int(slot)] = model = _toy(state)
+            model.train(bool(training))
+            return model
+        if set(value) == {GENERATOR_STATE}:
+            slot, state = value[GENERATOR_STATE]
+            self.generators[int(slot)] = generator = torch.Generator()
             generator.set_state(state)
-        ids = trusted.sample_next(logits, temperature, top_k, generator)
-        return ids, None if generator is None else generator.get_state()
+            return generator
+        if set(value) == {OPTIMIZER}:
+            return _Steps(self, int(value[OPTIMIZER]))
+        if set(value) == {TABLE}:
+            if value[TABLE] not in self.tables:
+                raise Refused("a table that was not sent in this request")
+            return self.tables[value[TABLE]]
+        return {key: self.value(item) for key, item in value.items()}
 
-    def _train_step(self, question: Any) -> tuple[float, list[Tensor | None]]:
-        state, micro_batches, max_grad_norm = question
-        model = _toy(state)
-        loss = trusted.accumulate(model, list(micro_batches), max_grad_norm)
-        return loss, [None if p.grad is None else p.grad.detach() for p in model.parameters()]
-
-    def _evaluate(self, question: Any) -> float:
-        state, batches = question
-        return trusted.evaluate(_toy(state), list(batches))
+    def effects(self) -> list[list]:
+        modes = [["train", slot, model.training] for slot, model in self.modules.items()]
+        draws = [["generator", slot, g.get_state()] for slot, g in self.generators.items()]
+        return self.events + modes + draws
 
 
-# The dependencies that are not plain-data functions (any other is answered by _pure).
-_HANDLERS = {
-    "bpe_merge.ranks": Answers._ranks,
-    "bpe_merge": Answers._bpe_merge,
-    "TokenWindows": Answers._token_windows,
-    "sample_next": Answers._sample_next,
-    "train_step": Answers._train_step,
-    "evaluate": Answers._evaluate,
-}
+class _Steps:
+    """The caller's optimizer as the trusted code sees it: each step it takes is recorded
+    with the gradients it would apply, for the caller's own optimizer to take in the worker."""
+
+    def __init__(self, revived: _Revived, slot: int) -> None:
+        self.revived, self.slot = revived, slot
+
+    def step(self) -> None:
+        for slot, model in self.revived.modules.items():
+            grads = [None if p.grad is None else p.grad.detach() for p in model.parameters()]
+            self.revived.events.append(["grads", slot, grads])
+        self.revived.events.append(["step", self.slot, None])
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for model in self.revived.modules.values():
+            model.zero_grad(set_to_none=set_to_none)
+        self.revived.events.append(["zero_grad", self.slot, set_to_none])
+
+
+def _short_piece(args: list, kwargs: dict) -> None:
+    piece = args[0] if args else kwargs.get("piece")
+    if isinstance(piece, bytes) and len(piece) > MAX_PIECE:
+        raise Refused(f"a piece of more than {MAX_PIECE} bytes is too long to merge")
+
+
+# What a question must be, beyond its size, for the dependencies whose cost its values set.
+_CHECKS = {"bpe_merge": _short_piece}
 
 
 def _toy(state: Any) -> ToyLM:

@@ -48,7 +48,7 @@ def instructor(monkeypatch, tmp_path):
 
     said = {"problems": []}
     monkeypatch.setattr(Course, "lessons", lambda self: ["embeddings"])
-    monkeypatch.setattr(collect, "collect", lambda course, lessons: ({}, said["problems"]))
+    monkeypatch.setattr(collect, "collect", lambda course, lessons: ({}, said["problems"], []))
     return lambda *argv: cli.main(["--course", str(tmp_path), *argv]), said, cli
 
 

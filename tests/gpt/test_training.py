@@ -78,6 +78,24 @@ def _losses(out: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def _interrupted_at_call(
+    cfg: train.TrainConfig, call: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run ``cfg`` until Ctrl-C interrupts its ``call``-th train_step (counted from 1)."""
+    real_step, calls = training.train_step, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train.run(cfg, quiet=True)
+    monkeypatch.setattr(training, "train_step", real_step)
+
+
 def test_interrupted_and_resumed_run_gives_the_same_losses(
     tmp_path: Path, small_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,18 +103,8 @@ def test_interrupted_and_resumed_run_gives_the_same_losses(
     train.run(straight, quiet=True)
 
     resumed = _config(tmp_path, small_corpus, out=str(tmp_path / "resumed"))
-    real_step, calls = training.train_step, []
-
-    def killed_during_step_4(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 5:  # steps 0-3 ran and were logged; the checkpoint holds steps 0-2
-            raise KeyboardInterrupt
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(training, "train_step", killed_during_step_4)
-    with pytest.raises(KeyboardInterrupt):
-        train.run(resumed, quiet=True)
-    monkeypatch.setattr(training, "train_step", real_step)
+    # Ctrl-C during step 4: steps 0-3 ran and were logged; the checkpoint holds steps 0-2.
+    _interrupted_at_call(resumed, 5, monkeypatch)
     state = torch.load(Path(resumed.out) / "checkpoint.pt", weights_only=True)
     assert state["step"] == 3
     train.run(resumed, quiet=True)
@@ -322,18 +330,7 @@ def test_lesson_parts_train_resume_exactly_and_keep_their_merges(
     assert state["model"]["transformer.wte.weight"].shape[0] == 300
 
     resumed = _config(tmp_path, small_corpus, out=str(tmp_path / "resumed"), **parts)
-    real_step, steps = training.train_step, []
-
-    def killed_during_step_3(*args, **kwargs):
-        steps.append(1)
-        if len(steps) == 4:  # the checkpoint holds steps 0-2
-            raise KeyboardInterrupt
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(training, "train_step", killed_during_step_3)
-    with pytest.raises(KeyboardInterrupt):
-        train.run(resumed, quiet=True)
-    monkeypatch.setattr(training, "train_step", real_step)
+    _interrupted_at_call(resumed, 4, monkeypatch)  # during step 3: the checkpoint holds 0-2
     trained = []
     monkeypatch.setattr(tokens, "train_bpe", lambda *args: trained.append(args))
     train.run(resumed, quiet=True)  # resumes from step 3 with the saved merges

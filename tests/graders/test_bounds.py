@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from graders.checking import CheckFailed, expect_equal, summary
+from graders.worker import TABLE
 
 
 def test_a_value_of_shared_parts_is_summarised_in_bounded_time_and_size():
@@ -47,9 +48,9 @@ def _shapes() -> dict[str, tuple[str, object]]:
     for _ in range(40):
         deep = [deep]
     return {
-        "rows shared a million times": ("bpe_merge.ranks", {b"a": 1, b"b": [row] * 100_000}),
+        "rows shared a million times": ("bpe_merge.table", {b"a": 1, b"b": [row] * 100_000}),
         "keys that are long texts": (
-            "bpe_merge.ranks",
+            "bpe_merge.table",
             {b"k%d" % i + b"x" * 10**5: i for i in range(100)},
         ),
         "a long text": ("bpe_merge", [b"a" * (8 << 20), 1]),
@@ -63,10 +64,10 @@ def test_a_hostile_question_is_refused_in_seconds(shape):
     from graders.secret.dependencies import Refused
 
     answers = _answers()
-    key = answers.answer("bpe_merge.ranks", {b"a": 0, b"b": 1, b"ab": 2})
+    key = answers.answer("bpe_merge.table", {b"a": 0, b"b": 1, b"ab": 2})
     name, question = _shapes()[shape]
-    if name == "bpe_merge":
-        question[1] = key
+    if name == "bpe_merge":  # the piece, and the table as the worker's proxy sends it
+        question = [[question[0], {TABLE: key}], {}]
     start = time.process_time()
     with pytest.raises(Refused):
         answers.answer(name, question)
@@ -79,12 +80,14 @@ def test_a_question_is_refused_when_the_call_that_asked_it_must_end():
     from graders.secret.dependencies import MAX_PIECE, Refused
 
     answers = _answers()
-    key = answers.answer("bpe_merge.ranks", {b"a" * k: k for k in range(1, MAX_PIECE // 2)})
+    key = answers.answer("bpe_merge.table", {b"a" * k: k for k in range(1, MAX_PIECE // 2)})
     start = time.monotonic()
     with pytest.raises(Refused, match="longer than the call"):
-        answers.answer("bpe_merge", [b"a" * MAX_PIECE, key], time.monotonic() + 0.5)
+        question = [[b"a" * MAX_PIECE, {TABLE: key}], {}]
+        answers.answer("bpe_merge", question, time.monotonic() + 0.5)
     assert time.monotonic() - start < 5.0
-    assert answers.answer("bpe_merge", [b"aa", key], time.monotonic() + 5.0) == [2]
+    value, _, _ = answers.answer("bpe_merge", [[b"aa", {TABLE: key}], {}], time.monotonic() + 5)
+    assert value == [2]
 
 
 def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
@@ -92,15 +95,16 @@ def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
 
     answers = _answers()
     table = {b"a": 0, b"b": 1, b"ab": 2}
-    keys = [answers.answer("bpe_merge.ranks", table) for _ in range(MAX_TABLES)]
-    assert answers.answer("bpe_merge", [b"ab", keys[-1]]) == [2]
+    keys = [answers.answer("bpe_merge.table", table) for _ in range(MAX_TABLES)]
+    value, effects, dataset = answers.answer("bpe_merge", [[b"ab", {TABLE: keys[-1]}], {}])
+    assert value == [2] and effects == [] and dataset is False
     with pytest.raises(Refused):
-        answers.answer("bpe_merge.ranks", table)
+        answers.answer("bpe_merge.table", table)
     answers.allow("tokens.encode")  # the next request
     assert not answers.vocabularies
     with pytest.raises(Refused):
-        answers.answer("bpe_merge", [b"ab", keys[-1]])
-    assert answers.answer("bpe_merge.ranks", table) not in keys  # a number never used before
+        answers.answer("bpe_merge", [[b"ab", {TABLE: keys[-1]}], {}])
+    assert answers.answer("bpe_merge.table", table) not in keys  # a number never used before
 
 
 def test_terminal_sequences_in_a_students_message_reach_neither_console_nor_report(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from borrower import borrowing_submission
+from by_hand_bindings import BINDINGS, objective_with
 from grader_variants import Variant, build_target
 from system_packages import require
 
@@ -297,92 +298,6 @@ def test_a_submission_that_borrows_earns_nothing(tmp_path, sandbox):
 # "By hand": cross_entropy may not reach a library cross-entropy, log-softmax or log-sum-exp
 # however it binds it. Each binding below gets its own module-level setup and function.
 
-CORRECT_TAIL = """
-    keep = targets != ignore_index
-    picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
-"""
-BINDINGS = {
-    "default-argument": """
-        import torch.nn.functional as F
-        def cross_entropy(logits, targets, ignore_index=-100, _f=F.cross_entropy):
-            return _f(logits, targets, ignore_index=ignore_index)
-    """,
-    "alias": """
-        import torch
-        _lse = torch.logsumexp
-        def cross_entropy(logits, targets, ignore_index=-100):
-            keep = targets != ignore_index
-            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
-            return (_lse(logits[keep], dim=-1) - picked).mean()
-    """,
-    "closure": """
-        import torch
-        def _make():
-            log_probs = torch.nn.functional.log_softmax
-            def nll(logits, targets, keep):
-                rows = log_probs(logits[keep], dim=-1)
-                return -rows.gather(-1, targets[keep].unsqueeze(-1)).mean()
-            return nll
-        _nll = _make()
-        def cross_entropy(logits, targets, ignore_index=-100):
-            return _nll(logits, targets, targets != ignore_index)
-    """,
-    "tensor-method": """
-        def cross_entropy(logits, targets, ignore_index=-100):
-            keep = targets != ignore_index
-            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
-            return (logits[keep].logsumexp(dim=-1) - picked).mean()
-    """,
-    "nn-module": """
-        import torch
-        def cross_entropy(logits, targets, ignore_index=-100):
-            return torch.nn.CrossEntropyLoss(ignore_index=ignore_index)(logits, targets)
-    """,
-    "from-import-as": """
-        from torch.special import logsumexp as _norm
-        def cross_entropy(logits, targets, ignore_index=-100):
-            keep = targets != ignore_index
-            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
-            return (_norm(logits[keep], dim=-1) - picked).mean()
-    """,
-    # Names built at run time get past the reading of the code; the watch still sees the op.
-    "name-built-at-run-time": """
-        import torch
-        def cross_entropy(logits, targets, ignore_index=-100):
-            keep = targets != ignore_index
-            picked = logits[keep].gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
-            norm = getattr(torch, "log" + "sum" + "exp")
-            return (norm(logits[keep], dim=-1) - picked).mean()
-    """,
-    "bound-after-import": """
-        import importlib
-        _lib = {}
-        def cross_entropy(logits, targets, ignore_index=-100):
-            if not _lib:
-                functional = importlib.import_module("torch.nn." + "functional")
-                _lib["f"] = getattr(functional, "cross_" + "entropy")
-            return _lib["f"](logits, targets, ignore_index=ignore_index)
-    """,
-    "switches-the-watch-off": """
-        import torch
-        from torch.utils import _python_dispatch as modes
-        def cross_entropy(logits, targets, ignore_index=-100):
-            while modes._get_current_dispatch_mode_stack():
-                modes._pop_mode()
-            return torch.nn.functional.cross_entropy(logits, targets, ignore_index=ignore_index)
-    """,
-}
-
-
-def _module_with(setup_and_function: str) -> str:
-    """objective.py of solutions/ with cross_entropy (and its setup) replaced."""
-    source = (ROOT / "solutions" / "objective.py").read_text()
-    from grader_variants import replace_definition
-
-    return replace_definition(source, "cross_entropy", "def cross_entropy(*a, **k): pass") + (
-        "\n" + textwrap.dedent(setup_and_function)
-    )
-
 
 @pytest.fixture(scope="module")
 def binding_reports(tmp_path_factory) -> dict[str, dict]:
@@ -392,7 +307,7 @@ def binding_reports(tmp_path_factory) -> dict[str, dict]:
     for label, source in BINDINGS.items():
         directory = tmp_path_factory.mktemp(label)
         target = build_target(directory)
-        (target / "objective.py").write_text(_module_with(source))
+        (target / "objective.py").write_text(objective_with(source))
         reports[label] = graders.grade(
             target,
             lessons=["objective"],
@@ -410,34 +325,13 @@ def test_by_hand_rule_holds_against_every_binding(binding_reports, binding):
     assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
 
 
-@pytest.mark.parametrize("binding", ["default-argument", "name-built-at-run-time"])
-def test_by_hand_rule_holds_in_the_sandbox(tmp_path, binding):
-    """What autograde runs: the code is read in the checker, the watch runs in the sandbox."""
-    import graders
-
-    require("bubblewrap")
-    target = build_target(tmp_path)
-    (target / "objective.py").write_text(_module_with(BINDINGS[binding]))
-    report = graders.grade(
-        target,
-        lessons=["objective"],
-        hidden=True,
-        sandbox=True,
-        functions=["cross_entropy"],
-        json_path=tmp_path / "r.json",
-    )
-    checks = report["lessons"][0]["checks"]
-    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
-    assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
-
-
-def test_by_hand_rule_keeps_a_correct_cross_entropy_that_lm_loss_shares_a_module_with(tmp_path):
+def test_by_hand_rule_keeps_a_correct_cross_entropy_that_lm_loss_shares_aobjective_with(tmp_path):
     """The rule covers cross_entropy's code only: lm_loss calling F.cross_entropy is allowed,
     and so is a docstring that names what not to call."""
     import graders
 
     target = build_target(tmp_path)
-    source = _module_with(
+    source = objective_with(
         '''
         import torch.nn.functional as F
         def cross_entropy(logits, targets, ignore_index=-100):

@@ -25,7 +25,7 @@ def test_a_zip_dated_back_gets_the_time_collect_first_saw_it(tmp_path):
     archive.mkdir(parents=True)
     _zip(archive / "ann.zip", (2001, 1, 1, 0, 0, 0))  # a late student's entries, set back
     before = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    found, problems = collect(course, [LESSON])
+    found, problems, _notes = collect(course, [LESSON])
     assert found == {LESSON: ["ann"]} and not problems
     stamp_file = course.submitted / "ann" / LESSON / "timestamp.txt"
     first = stamp_file.read_text().strip()

@@ -147,122 +147,6 @@ def test_hide_hidden_tests_keeps_only_the_score():
     assert [o.output_type for o in cell.outputs] == ["execute_result"]
 
 
-PROBE = r"""
-import os, socket, time
-
-def look(paths, port):
-    found = {"root": sorted(os.listdir("/")), "uid": os.getuid(), "readable": [],
-             "network": False, "children": 0}
-    for path in paths:
-        try:
-            with open(path, "rb") as f:
-                f.read(1)
-            found["readable"].append(path)
-        except OSError:
-            pass
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-        found["network"] = True
-    except OSError:
-        pass
-    kids = []
-    try:
-        for _ in range(200):
-            pid = os.fork()
-            if pid == 0:
-                time.sleep(30)
-                os._exit(0)
-            kids.append(pid)
-    except OSError:
-        pass
-    finally:
-        for pid in kids:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-    found["children"] = len(kids)
-    return found
-"""
-
-
-@pytest.fixture(scope="module")
-def listener():
-    """A TCP server on the host's loopback: the sandbox must not reach it."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                server.accept()[0].close()
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
-
-
-@linux_only
-@needs_bwrap
-def test_sandbox_isolates_the_worker(tmp_path, listener):
-    from graders.client import WorkerClient
-
-    target = tmp_path / "pkg"
-    target.mkdir()
-    (target / "probe.py").write_text(PROBE)
-    (target / "link.py").symlink_to(ROOT / "solutions" / "embeddings.py")
-    secrets = [
-        str(ROOT / "solutions" / "embeddings.py"),
-        str(ROOT / "graders" / "hidden" / f"test_{LESSON}.py"),
-        str(ROOT / "course" / "lessons.toml"),
-        "/etc/passwd",
-        str(Path.home()),
-    ]
-    client = WorkerClient(target, sandbox=True)
-    try:
-        limits = client.limits()
-        found, _ = client.call("probe.look", [secrets, listener], {}, 60)
-    finally:
-        client.close()
-    assert limits["CapEff"] == 0 and limits["CapBnd"] == 0 and limits["NoNewPrivs"] == 1
-    assert limits["RLIMIT_NPROC"][1] <= 64 and limits["RLIMIT_AS"][1] <= 4 << 30
-    assert limits["cwd"] == "/tmp"
-    # The only part of the repository on the worker's path may be the virtualenv (nox keeps
-    # it in .nox/ inside the checkout); the checkout itself, with solutions/, must not be.
-    venv = str(Path(sys.prefix).resolve())
-    assert not any(
-        p.startswith(str(ROOT)) and not p.startswith(venv) for p in limits["sys_path"]
-    ), limits["sys_path"]
-    assert found["uid"] != 0
-    assert found["readable"] == []
-    assert not found["network"]
-    assert found["children"] < 64
-    assert set(found["root"]) <= {
-        "usr",
-        "bin",
-        "sbin",
-        "lib",
-        "lib32",
-        "lib64",
-        "libx32",
-        "etc",
-        "proc",
-        "dev",
-        "tmp",
-        "home",
-        "opt",  # /opt/course/gpt: the provided package, read-only (graders/sandbox.py)
-        *_python_tops(),
-    }
-
-
-def _python_tops() -> set[str]:
-    return {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, sys.executable)}
-
-
 # -- end to end -----------------------------------------------------------------------------------
 
 
@@ -875,7 +759,9 @@ def fake_class(released_course, tmp_path_factory):
     hidden = next(c for c in manifest().lesson(LESSON).checks if c.hidden and c.id in released)
     _fake_submit(root, "ann", {})
     _fake_submit(root, "bob", {lookup: STUDENT_MISTAKE, hidden.id: None})
-    _fake_submit(root, "cy", {lookup: STUDENT_MISTAKE})
+    (_fake_submit(root, "cy", {lookup: STUDENT_MISTAKE}) / "timestamp.txt").write_text(
+        "2026-01-29 09:00:00.000000 UTC\n"
+    )
     _fake_submit(root, "dee", {lookup: None, "nearest-cosine": "not-implemented"})
     _fake_submit(root, "odd id!", {})
     _fake_submit(root, "ann", {}, lesson=LESSON).rename(root / "submitted" / "ann" / "no-such")
@@ -1151,11 +1037,87 @@ def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
         html.index(f"<section id='{slug}'>") for slug in shown
     )
     students = html[html.index("<section id='students'>") :]
-    assert all(f"<td>{s}</td>" in students for s in ("ann", "bob", "cy", "dee"))
+    assert all(f"<td class='id'>{s}</td>" in students for s in ("ann", "bob", "cy", "dee"))
     assert "not submitted" in students
     assert not (course / "feedback").exists() or "For instructors only" not in "".join(
         p.read_text() for p in (course / "feedback").rglob("*.html")
     )
+
+
+def test_stuck_sees_the_attempts_of_one_download(released_course, tmp_path):
+    """An LMS download with two attempts of one student, both making the same mistake: the
+    newest is graded into the gradebook, the older into the history, and the report says the
+    student is stuck; a student who fixed it in the newer attempt is not. Autograde again and
+    the attempts are not graded twice."""
+    import csv
+
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.collect import collect
+    from instructor.course import Course
+    from instructor.gradebook import HISTORY
+    from instructor.mistakes import write_report
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    lookup = "lookup-matches-indexing"
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    attempts = {
+        ("eve", "2026-01-30-14-05-00"): {lookup: STUDENT_MISTAKE},
+        ("eve", "2026-02-03-09-30-00"): {lookup: STUDENT_MISTAKE, "nearest-cosine": None},
+        ("fay", "2026-01-30-15-00-00"): {lookup: STUDENT_MISTAKE},
+        ("fay", "2026-02-03-10-00-00"): {},
+    }
+    for (student, when), fails in attempts.items():
+        folder = _fake_submit(root, student, fails)
+        with zipfile.ZipFile(archive / f"hw_{student}_attempt_{when}.zip", "w") as zf:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    zf.write(path, f"{LESSON}/{path.relative_to(folder)}")
+    shutil.rmtree(root / "submitted")
+    found, problems, notes = collect(course, [LESSON])
+    assert found == {LESSON: ["eve", "fay"]} and not problems
+    assert len(notes) == 2 and all("ignored hw_" in line for line in notes), notes
+    graded = []
+
+    def counting(lesson, files, **kwargs):
+        graded.append(lesson)
+        return fake_grade(lesson, files, **kwargs)
+
+    outcomes = pipeline.autograde(course, [LESSON], engine="threads", grader=counting)
+    assert all(o.recorded and not o.notes for o in outcomes), [o.notes for o in outcomes]
+    assert len(graded) == 4  # two submissions, two earlier attempts
+    points = _released_points(root)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        got = {s.student.id: s.score for s in gb.find_assignment(LESSON).submissions}
+    full = sum(points.values())
+    assert got == {"eve": full - points[lookup] - points["nearest-cosine"], "fay": full}
+    write_report(course)
+    stuck = list(csv.DictReader((root / "reports" / "stuck.csv").open()))
+    assert [(r["student"], r["check"], r["attempts"], r["mistake"]) for r in stuck] == [
+        ("eve", lookup, "2", STUDENT_MISTAKE)
+    ]
+    # The latest submission decides the class's numbers: fay's lookup passes now.
+    rows = list(csv.DictReader((root / "reports" / "mistakes.csv").open()))
+    assert [r["who"] for r in rows if r["check"] == lookup] == ["eve"]
+
+    graded.clear()
+    pipeline.autograde(course, [LESSON], engine="threads", grader=counting)
+    assert len(graded) == 2  # the submissions again; the attempts are in the history already
+    from sqlalchemy import create_engine, func, select
+
+    engine = create_engine(course.db_url)
+    with engine.connect() as db:
+        distinct = select(func.count()).select_from(
+            select(HISTORY.c.student, HISTORY.c.fingerprint).distinct().subquery()
+        )
+        assert db.execute(distinct).scalar() == 4
+    engine.dispose()
 
 
 def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
@@ -1182,9 +1144,183 @@ def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
             assert all(w and w > 100 for w in widths), widths
             assert page.locator(f"#{LESSON} a[href*='chapters/02-embeddings/#']").count() >= 1
             assert page.locator("#stuck td", has_text="cy").count() == 1
+            # Lessons in course order, each once.
+            shown = page.locator("section[id] > h2").evaluate_all(
+                "hs => hs.map(h => h.parentElement.id)"
+            )
+            lessons = [s for s in shown if s not in ("students", "stuck")]
+            order = [lesson.slug for lesson in manifest().lessons]
+            assert lessons == [slug for slug in order if slug in lessons], lessons
+            assert set(lessons) == set(fake_class["course"].lessons())
+            # One row per student, every lesson a column.
+            rows = page.locator("#students tr:has(td)")
+            names = rows.evaluate_all("rs => rs.map(r => r.cells[0].textContent)")
+            assert names == ["ann", "bob", "cy", "dee"], names
+            widths = rows.evaluate_all("rs => rs.map(r => r.cells.length)")
+            assert set(widths) == {len(lessons) + 1}, widths
+            # Nothing wider than the window, on a laptop's screen and on a narrow one.
+            for width in (1280, 800):
+                page.set_viewport_size({"width": width, "height": 900})
+                overflow = page.evaluate(
+                    """() => {
+                        const limit = document.documentElement.clientWidth;
+                        const wide = [...document.querySelectorAll('body *')].filter(e => {
+                            const box = e.getBoundingClientRect();
+                            const scroller = e.closest('.scroll');
+                            return box.right > limit + 1 && !(scroller && scroller !== e);
+                        });
+                        return {page: document.documentElement.scrollWidth - limit,
+                                wide: wide.map(e => e.tagName + '#' + (e.id || ''))};
+                    }"""
+                )
+                assert overflow["page"] <= 0 and not overflow["wide"], (width, overflow)
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.screenshot(path=str(tmp_path / "mistakes.png"), full_page=True)
             assert not errors, errors
         finally:
             browser.close()
+
+
+HOSTILE_ID = "<img src=x onerror=alert(1)>"
+HOSTILE_TEXT = "\x1b]0;owned\x07\x1b[2J<script>alert('x')</script> =HYPERLINK(\"http://evil\")"
+
+
+def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_path):
+    """What students control (their ids and names on the roster, the messages their code's
+    exceptions carry, their code) reaches the autograded notebook as plain text without
+    terminal escapes, the feedback and the reports' HTML escaped, and every CSV with the
+    cells a spreadsheet would run as formulas neutralised."""
+    import csv
+    from html import escape
+
+    from autograde_fakes import fake_grade
+    from nbgrader.api import Gradebook
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.export import export
+    from instructor.mistakes import write_report
+    from instructor.similarity import compare
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    formula = {"first_name": '=cmd|" /C calc"!A0', "last_name": "+1+1", "email": "@SUM(A1)"}
+    with Gradebook(course.db_url) as gb:
+        gb.add_student(HOSTILE_ID, **formula)
+        gb.add_student("-2+3", first_name="\tTab", last_name="\rReturn")
+    lookup = "lookup-matches-indexing"
+    code = f"\nSHOUT = {HOSTILE_TEXT!r}  # </code></pre><script>alert(2)</script>\n"
+    for student in ("ann", "bob"):
+        module = _fake_submit(root, student, {lookup: None}) / "exercises" / "embeddings.py"
+        module.write_text(module.read_text() + code)
+    shutil.copytree(course.submitted / "ann", course.submitted / HOSTILE_ID)
+
+    def hostile(lesson, files, **kwargs):
+        result = fake_grade(lesson, files, **kwargs)
+        for row in result["report"]["lessons"][0]["checks"]:
+            if not row["passed"]:
+                row["detail"] = HOSTILE_TEXT  # as an exception's message reads
+        return result
+
+    outcomes = pipeline.autograde(
+        course, [LESSON], ["ann", "bob"], engine="threads", grader=hostile
+    )
+    assert all(o.recorded for o in outcomes), [o.notes for o in outcomes]
+    notebook = (course.autograded / "ann" / LESSON / f"{LESSON}.ipynb").read_text()
+    assert "<script>alert('x')</script>" in notebook  # shown as text,
+    assert "\\u001b" not in notebook and "\\u0007" not in notebook  # without its escapes
+    outputs = [
+        output
+        for cell in nbformat.reads(notebook, as_version=4).cells
+        for output in cell.get("outputs", [])
+    ]
+    assert all(o.output_type in ("stream", "execute_result") for o in outputs)
+    assert not any("text/html" in o.get("data", {}) for o in outputs)
+
+    made, _skipped = pipeline.feedback(course, [LESSON])
+    page = Path(next(p for p in made if "/ann/" in p)).read_text()
+    assert "<script>alert('x')" not in page and "&lt;script&gt;alert(" in page
+    assert "\x1b" not in page
+
+    export(course)
+    for name in ("grades.csv", "grades-by-check.csv"):
+        for row in csv.DictReader((root / name).open(newline="")):
+            for value in row.values():
+                assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (name, value)
+    rows = csv.DictReader((root / "grades.csv").open(newline=""))
+    grades = {r["student_id"]: r for r in rows if r["assignment"] == LESSON}
+    assert {k: grades[HOSTILE_ID][k] for k in formula} == {k: "'" + v for k, v in formula.items()}
+    assert grades["'-2+3"]["first_name"] == "'\tTab"
+    assert grades["'-2+3"]["last_name"] == "'\nReturn"
+    assert grades["ann"]["score"] != "" and float(grades["ann"]["score"]) > 0
+
+    write_report(course)
+    report = (root / "reports" / "mistakes.html").read_text()
+    assert HOSTILE_ID not in report and escape(HOSTILE_ID) in report
+    for row in csv.DictReader((root / "reports" / "mistakes.csv").open(newline="")):
+        assert not any(v.startswith(("=", "+", "-", "@")) for v in row.values()), row
+
+    path, pairs = compare(course, LESSON)
+    similar = path.read_text()
+    assert {(p.first, p.second) for p in pairs} == {("ann", "bob")}  # the odd id left out
+    assert "<script>alert(2)" not in similar and "<img src=x" not in similar
+
+
+def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
+    released_course, tmp_path
+):
+    """Lesson 5 (block), added after the others, is where every instructor command and the
+    progress page look for lessons: released with its stub and public graders, autograded,
+    in the class report between attention and objective, and a row of the progress page."""
+    import csv
+    from html import unescape
+    from types import SimpleNamespace
+
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.mistakes import write_report
+
+    block = manifest().lesson("block")
+    assert block.number == 5
+    release = released_course / "release" / "block"
+    assert (release / "block.ipynb").is_file()
+    assert (release / "exercises" / f"{block.module}.py").is_file()
+    assert (release / "graders" / "public" / "test_block.py").is_file()
+    assert not (release / "graders" / "hidden").exists()
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    first = block.checks[0]
+    _fake_submit(root, "ann", {first.id: None}, lesson="block")
+    _fake_submit(root, "ann", {}, lesson=LESSON)
+    outcomes = pipeline.autograde(course, ["block", LESSON], engine="threads", grader=fake_grade)
+    got = {o.lesson: o for o in outcomes}
+    assert got["block"].recorded and 0 < got["block"].points < got["block"].max_points
+    assert got["block"].points == got["block"].max_points - first.points
+    write_report(course)
+    html = (root / "reports" / "mistakes.html").read_text()
+    order = [html.index(f"<section id='{slug}'>") for slug in ("attention", "block", "objective")]
+    assert order == sorted(order)
+    assert "Lesson 5: " in html
+    rows = [r for r in csv.DictReader((root / "reports" / "mistakes.csv").open())]
+    assert {r["check"] for r in rows if r["lesson"] == "block"} >= {c.id for c in block.checks}
+    # The progress page's table: a row per lesson of the manifest, block the fifth.
+    sys.path.insert(0, str(ROOT / "site" / "hooks"))
+    try:
+        import course_data
+        import notebooks
+    finally:
+        sys.path.remove(str(ROOT / "site" / "hooks"))
+    config = SimpleNamespace(
+        docs_dir=str(ROOT / "course"), config_file_path=str(ROOT / "mkdocs.yml")
+    )
+    markup = notebooks.progress_markup(course_data.load_lessons(config), "../")
+    data = json.loads(unescape(markup.split('data-lessons="')[1].split('"')[0]))
+    assert [row["slug"] for row in data][3:6] == ["attention", "block", "objective"]
+    assert data[4]["functions"] == list(block.functions)
 
 
 def test_a_gradebook_from_another_course_is_refused_in_one_line(
@@ -1234,7 +1370,7 @@ def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
     (archive / "cy.zip").write_bytes(b"PK\x03\x04 truncated")
     with zipfile.ZipFile(archive / "dee.zip", "w") as zf:
         zf.writestr("notes.txt", "my homework")
-    found, problems = collect(course, [LESSON])
+    found, problems, _notes = collect(course, [LESSON])
     assert found == {LESSON: ["ann", "bob"]}
     assert len(problems) == 3, problems
     by_zip = {p.split(":")[0]: p for p in problems}

@@ -138,3 +138,29 @@ def test_similarity_finds_the_copied_pair_and_ignores_the_stub(tmp_path):
     assert all(p.share < 0.1 for p in stubs), stubs
     page = path.read_text()
     assert "For instructors only" in page and "ann" in page and "bob" in page
+
+
+def test_csv_cells_that_start_like_formulas_stay_text(tmp_path):
+    """Every CSV of the course goes through one writer: a cell a spreadsheet would run as a
+    formula gets an apostrophe, numbers stay numbers, and a carriage return cannot end a row."""
+    import csv
+
+    from instructor.export import write_csv
+
+    cells = ["=1+1", "+1+1", "-x", "@SUM(A1)", "\tTab", "\rReturn", "-2", "-0.5", "ann", "a\r\nb"]
+    path = tmp_path / "out.csv"
+    write_csv(path, ["value"], iter({"value": text} for text in cells))
+    with path.open(newline="") as f:
+        read = [row["value"] for row in csv.DictReader(f)]
+    assert read == [
+        "'=1+1",
+        "'+1+1",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tTab",
+        "'\nReturn",
+        "-2",
+        "-0.5",
+        "ann",
+        "a\nb",
+    ]

@@ -496,6 +496,62 @@ def test_the_book_figures_in_the_prose_are_the_live_numbers(site: Path) -> None:
         pytest.skip("The Time Machine is not cached here, so no live numbers were printed")
 
 
+# GPT-2's figures: what the prose states (<span class="gpt2-figure">) and the lines its blocks
+# print.
+# Chapter 5 runs a GPT-2-shaped model whichever weights are there, so its shapes and counts are
+# compared on every build and "same predicted tokens" where the published weights are loaded;
+# chapter 2 prints only with GPT-2's weights, else one line saying they are absent.
+GPT2_WEIGHTS = "GPT-2's published weights"
+GPT2_ABSENT = "random GPT-2-shaped weights (GPT-2's are not here)"
+WHICH = "|".join(map(re.escape, (GPT2_WEIGHTS, GPT2_ABSENT)))
+GPT2_FIGURES = {
+    "embeddings": [r"^token table (?P<wte>\(\d+, \d+\)), position table (?P<wpe>\(\d+, \d+\))$"],
+    "block": [
+        rf"^(?P<which>{WHICH}); (?P<tokens>\d+) tokens$",
+        rf"^GPT-2 shape \((?P<which>{WHICH})\): logits (?P<logits>\([\d, ]+\)), "
+        r"max difference \S+, same predicted tokens: (?P<same>\w+)\n"
+        r"(?P<parameters>[\d,]+) parameters",
+    ],
+}
+GPT2_ONLY_WITH_THE_WEIGHTS = {"same"}  # figures that random weights of GPT-2's shape change
+NO_GPT2 = "Needs GPT-2's weights, not on this machine: run `nox -s generate` once online."
+
+
+def test_gpt2s_figures_in_the_prose_are_the_live_numbers(site: Path) -> None:
+    with_weights = []
+    for module, patterns in GPT2_FIGURES.items():
+        lesson = next(lesson for lesson in LESSONS if lesson["module"] == module)
+        built = read(site, lesson["page"])
+        stated = dict(
+            re.findall(r'<span class="gpt2-figure" data-figure="(\w+)">([^<]+)</span>', built)
+        )
+        names = {name for p in patterns for name in re.compile(p).groupindex} - {"which"}
+        assert set(stated) == names, (module, stated)
+        text = page_text(built)
+        for pattern in patterns:
+            live = re.search(pattern, text, re.M)
+            if live is None:  # chapter 2 without the weights: its block says so, in one line
+                absent = re.search(rf"^{re.escape(NO_GPT2)}$", text, re.M)
+                assert "which" not in pattern and absent, (
+                    f"{lesson['page']}: GPT-2's block printed neither its figures nor {NO_GPT2!r}"
+                )
+                continue
+            printed = live.groupdict()
+            which = printed.pop("which", GPT2_WEIGHTS)
+            assert which in (GPT2_WEIGHTS, GPT2_ABSENT), which
+            if which == GPT2_WEIGHTS:
+                with_weights.append(module)
+            else:
+                printed = {k: v for k, v in printed.items() if k not in GPT2_ONLY_WITH_THE_WEIGHTS}
+            for name, value in printed.items():
+                assert value == stated[name], (
+                    f"{lesson['page']}: the prose says {name} = {stated[name]}, "
+                    f"the block printed {value}"
+                )
+    if not with_weights:
+        pytest.skip("GPT-2's weights are not on this machine: only their shapes were compared")
+
+
 def test_the_norm_measurement_agrees_with_the_prose(site: Path) -> None:
     """Chapter 2 says which rows grow long: in the untied input table the frequent ones (the
     common claim), in a tied or output table the rarest. The page's own numbers must agree."""

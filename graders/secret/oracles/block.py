@@ -10,6 +10,7 @@ None).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -103,7 +104,7 @@ def layer_norm(
     if mistake == "std-not-var":
         centred = x - x.mean(dim=-1, keepdim=True)
         return centred / (x.var(dim=-1, keepdim=True, unbiased=False) + eps) * weight + shift
-    forms = {
+    forms: dict[str, dict[str, Any]] = {
         "unbiased-variance": dict(dims=(-1,), unbiased=True, eps=eps),
         "eps-outside-sqrt": dict(dims=(-1,), eps=eps, outside=True),
         "wrong-axis": dict(dims=(-2,), eps=eps),

@@ -111,15 +111,16 @@ def _ours_from_gpt2(
         if (transpose and name.endswith(CONV1D)) or (transpose_all and value.dim() == 2):
             value = value.t()
         ours[name] = value
-    if tie and "lm_head.weight" not in ours:
-        ours["lm_head.weight"] = ours.get("transformer.wte.weight", ours.get("wte.weight"))
+    wte = ours.get("transformer.wte.weight", ours.get("wte.weight"))
+    if tie and "lm_head.weight" not in ours and wte is not None:
+        ours["lm_head.weight"] = wte
     return ours
 
 
 def load_gpt2_state_dict(hf: dict[str, Tensor], mistake: str | None = None) -> dict[str, Tensor]:
     if mistake is not None and mistake not in _LOAD_MISTAKES:
         raise unknown(mistake)
-    return _ours_from_gpt2(hf, **_LOAD_MISTAKES.get(mistake, {}))
+    return _ours_from_gpt2(hf, **({} if mistake is None else _LOAD_MISTAKES[mistake]))
 
 
 def load_gpt2_keys(hf: dict[str, Tensor], mistake: str | None = None) -> list[str]:

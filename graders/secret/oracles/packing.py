@@ -24,7 +24,7 @@ def pack(
     """Rows of the packed stream and its doc ids (plain Python), or a mistake's."""
     if mistake is not None and mistake not in _PACK_MISTAKES:
         raise unknown(mistake)
-    flags = _PACK_MISTAKES.get(mistake, {})
+    flags = {} if mistake is None else _PACK_MISTAKES[mistake]
     eos_first = flags.get("eos_first", False)
     with_eos = flags.get("with_eos", True)
     pad = flags.get("pad", False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -120,7 +121,12 @@ def adamw_steps(
 ) -> dict:
     """torch.optim.AdamW over the steps of ``grads`` (one list of gradients per step): the
     parameters after each step and the final state; or the parameters a mistake gives."""
-    hyper = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+    hyper: dict[str, Any] = {
+        "lr": lr,
+        "betas": tuple(betas),
+        "eps": eps,
+        "weight_decay": weight_decay,
+    }
     if mistake is not None:
         if mistake not in _ADAMW_MISTAKES:
             raise unknown(mistake)
@@ -170,7 +176,7 @@ def _token_weighted(model, micro_batches, optimizer, max_grad_norm=1.0):
     return 0.0
 
 
-_STEPS = {
+_STEPS: dict[str | None, Callable[..., Any]] = {
     None: trusted.train_step,
     "token-weighted": _token_weighted,
     "unscaled": functools.partial(trusted.train_step, scale=False),
@@ -286,5 +292,5 @@ def fit(config: dict, mistake: str | None = None) -> dict:
     """The fit scenario's result (history, step_lrs, params) with the oracle's loop."""
     if mistake is not None and mistake not in _FIT_MISTAKES:
         raise unknown(mistake)
-    flags = _FIT_MISTAKES.get(mistake, {})
+    flags = {} if mistake is None else _FIT_MISTAKES[mistake]
     return worker.scenario_fit(functools.partial(_fit, **flags), **config)

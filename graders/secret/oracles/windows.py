@@ -61,7 +61,9 @@ def _make_loader(
     seed: int | None = None,
 ) -> DataLoader:
     """PyTorch's DataLoader over the trusted windows."""
-    seeded = {} if seed is None else {"generator": torch.Generator().manual_seed(seed)}
+    seeded: dict[str, Any] = (
+        {} if seed is None else {"generator": torch.Generator().manual_seed(seed)}
+    )
     windows = trusted.TokenWindows(ids, context_length, stride)
     return DataLoader(
         windows, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, **seeded

@@ -1,0 +1,95 @@
+"""The worker's proxies know no lesson: a model, a generator, an optimizer, an iterator, a
+large table or a Dataset class crosses by its type, and the caller's own objects end as the
+trusted implementation left the checker's copies (graders/worker.py, graders/secret/
+dependencies.py). Here the checker answers in this process, through the same plain-data
+encoding as the socket."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import Dataset
+
+from graders import worker
+from graders.secret import trusted
+from graders.secret.dependencies import Answers, Refused
+
+
+@pytest.fixture
+def answered() -> tuple[Answers, dict]:
+    answers = Answers()
+
+    def ask(name: str, question: object) -> object:
+        try:
+            value = answers.answer(name, worker.decode(worker.encode(question)))
+        except Refused as refusal:
+            raise worker.DependencyRefused(str(refusal)) from None
+        return worker.decode(worker.encode(value))
+
+    return answers, worker.make_proxies(ask)
+
+
+def _batch(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 11, (2, 8), generator=g), torch.randint(0, 11, (2, 8), generator=g)
+
+
+def test_a_generator_advances_as_the_trusted_draw_advanced_it(answered):
+    answers, proxies = answered
+    answers.allow("generation.generate")
+    logits = torch.randn(2, 11, generator=torch.Generator().manual_seed(0))
+    mine, theirs = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert torch.equal(
+        proxies["sample_next"](logits, 0.8, 5, mine), trusted.sample_next(logits, 0.8, 5, theirs)
+    )
+    assert torch.equal(mine.get_state(), theirs.get_state())
+
+
+def test_the_callers_optimizer_takes_the_step_the_trusted_train_step_takes(answered):
+    answers, proxies = answered
+    answers.allow("training.fit")
+    model, reference = worker.ToyLM(), worker.ToyLM()
+    model.eval()  # the trusted step puts the model in training mode: so must the proxy
+    mine = torch.optim.AdamW(model.parameters(), lr=0.1)
+    theirs = torch.optim.AdamW(reference.parameters(), lr=0.1)
+    batches = [_batch(0), list(_batch(1))]  # tuples and lists alike
+    loss = proxies["train_step"](model, batches, mine, 0.5)
+    assert loss == trusted.train_step(reference, [_batch(0), _batch(1)], theirs, 0.5)
+    for param, expected in zip(model.parameters(), reference.parameters(), strict=True):
+        assert torch.equal(param, expected) and param.grad is None
+    assert model.training and mine.state_dict()["state"].keys() == {0, 1, 2, 3}
+
+
+def test_evaluate_reads_an_iterator_once_and_leaves_the_mode_as_it_was(answered):
+    answers, proxies = answered
+    answers.allow("training.fit")
+    model = worker.ToyLM()
+    model.eval()
+    loss = proxies["evaluate"](model, (batch for batch in [_batch(0), _batch(1)]))
+    assert loss == trusted.evaluate(worker.ToyLM(), [_batch(0), _batch(1)])
+    assert not model.training
+
+
+def test_a_dataset_dependency_gives_a_dataset_of_the_trusted_items(answered):
+    answers, proxies = answered
+    answers.allow("windows.make_loader")
+    made = proxies["TokenWindows"](torch.arange(40), 8, stride=4)
+    expected = trusted.TokenWindows(torch.arange(40), 8, 4)
+    assert isinstance(made, Dataset) and len(made) == len(expected) == 8
+    assert all(torch.equal(made[i][1], expected[i][1]) for i in range(len(made)))
+
+
+def test_a_large_table_crosses_once_per_request(answered):
+    answers, proxies = answered
+    answers.allow("tokens.encode")
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks |= {bytes([i, j]): 256 + 256 * i + j for i in range(97, 100) for j in range(256)}
+    assert len(ranks) >= worker.TABLE_SIZE
+    for piece in (b"abc", b"cab", b"ca"):
+        assert proxies["bpe_merge"](piece, ranks) == trusted.bpe_merge(piece, ranks)
+    assert len(proxies.tables) == len(answers.vocabularies) == 1
+    small = {bytes([i]): i for i in range(256)} | {b"ab": 256}
+    assert proxies["bpe_merge"](b"abc", small) == [256, 99]  # a small one travels inline
+    assert len(answers.vocabularies) == 1
+    with pytest.raises(worker.DependencyRefused, match="too long to merge"):
+        proxies["bpe_merge"](b"a" * 5000, small)

@@ -1,0 +1,152 @@
+"""The student's process is isolated: the worker's own limits everywhere, and bubblewrap's
+sandbox (graders/sandbox.py, what autograde runs) on Linux: no capabilities, a private root
+with nothing of the repository, no network, a process cap, and the by-hand watch still on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from by_hand_bindings import BINDINGS, objective_with
+from grader_variants import build_target
+from system_packages import require
+
+from graders.client import WorkerClient
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = "embeddings"
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
+needs_bwrap = pytest.mark.usefixtures("bubblewrap")
+
+
+def test_worker_limits_and_isolation():
+    client = WorkerClient(ROOT / "solutions")
+    try:
+        limits = client.limits()
+    finally:
+        client.close()
+    assert limits["RLIMIT_AS"] == [4 << 30, 4 << 30]
+    assert limits["RLIMIT_CORE"] == [0, 0]
+    assert limits["RLIMIT_FSIZE"][1] == 64 << 20
+    assert limits["RLIMIT_CPU"][1] <= 3600
+    assert str(ROOT) not in limits["sys_path"] and "" not in limits["sys_path"]
+    assert not limits["cwd"].startswith(str(ROOT))
+    if os.geteuid() == 0 and "CapEff" in limits:
+        assert limits["CapEff"] == 0 and limits["CapBnd"] == 0  # root without capabilities
+        assert limits["NoNewPrivs"] == 1
+
+
+PROBE = r"""
+import os, socket, time
+
+def look(paths, port):
+    found = {"root": sorted(os.listdir("/")), "uid": os.getuid(), "readable": [],
+             "network": False, "children": 0}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+            found["readable"].append(path)
+        except OSError:
+            pass
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        found["network"] = True
+    except OSError:
+        pass
+    kids = []
+    try:
+        for _ in range(200):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            kids.append(pid)
+    except OSError:
+        pass
+    finally:
+        for pid in kids:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+    found["children"] = len(kids)
+    return found
+"""
+
+
+@linux_only
+@needs_bwrap
+def test_sandbox_isolates_the_worker(tmp_path, listener):
+    target = tmp_path / "pkg"
+    target.mkdir()
+    (target / "probe.py").write_text(PROBE)
+    (target / "link.py").symlink_to(ROOT / "solutions" / "embeddings.py")
+    secrets = [
+        str(ROOT / "solutions" / "embeddings.py"),
+        str(ROOT / "graders" / "hidden" / f"test_{LESSON}.py"),
+        str(ROOT / "course" / "lessons.toml"),
+        "/etc/passwd",
+        str(Path.home()),
+    ]
+    client = WorkerClient(target, sandbox=True)
+    try:
+        limits = client.limits()
+        found, _ = client.call("probe.look", [secrets, listener], {}, 60)
+    finally:
+        client.close()
+    assert limits["CapEff"] == 0 and limits["CapBnd"] == 0 and limits["NoNewPrivs"] == 1
+    assert limits["RLIMIT_NPROC"][1] <= 64 and limits["RLIMIT_AS"][1] <= 4 << 30
+    assert limits["cwd"] == "/tmp"
+    # The only part of the repository on the worker's path may be the virtualenv (nox keeps
+    # it in .nox/ inside the checkout); the checkout itself, with solutions/, must not be.
+    venv = str(Path(sys.prefix).resolve())
+    assert not any(
+        p.startswith(str(ROOT)) and not p.startswith(venv) for p in limits["sys_path"]
+    ), limits["sys_path"]
+    assert found["uid"] != 0
+    assert found["readable"] == []
+    assert not found["network"]
+    assert found["children"] < 64
+    assert set(found["root"]) <= {
+        "usr",
+        "bin",
+        "sbin",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "etc",
+        "proc",
+        "dev",
+        "tmp",
+        "home",
+        "opt",  # /opt/course/gpt: the provided package, read-only (graders/sandbox.py)
+        *_python_tops(),
+    }
+
+
+def _python_tops() -> set[str]:
+    return {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, sys.executable)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("binding", ["default-argument", "name-built-at-run-time"])
+def test_by_hand_rule_holds_in_the_sandbox(tmp_path, binding):
+    """What autograde runs: the code is read in the checker, the watch runs in the sandbox."""
+    import graders
+
+    require("bubblewrap")
+    target = build_target(tmp_path)
+    (target / "objective.py").write_text(objective_with(BINDINGS[binding]))
+    report = graders.grade(
+        target,
+        lessons=["objective"],
+        hidden=True,
+        sandbox=True,
+        functions=["cross_entropy"],
+        json_path=tmp_path / "r.json",
+    )
+    checks = report["lessons"][0]["checks"]
+    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
+    assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]

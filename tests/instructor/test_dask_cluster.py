@@ -1,0 +1,210 @@
+"""Autograde's Dask clusters (issues 18 and 21): the local one lets no other process in, and an
+external one, a scheduler and a worker started as separate processes the way the README says,
+grades a class.
+
+Whoever connects to a Dask scheduler runs code on its workers, as the instructor. The local
+cluster's scheduler therefore speaks TLS with credentials made for the run (``cryptography``
+installed) or has no port at all (its workers are threads of autograde's process).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed", reason="the grading extra (Dask distributed) is missing")
+pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = "embeddings"
+
+
+def _answer() -> int:
+    return 42
+
+
+def test_the_local_cluster_refuses_a_client_without_its_credentials():
+    pytest.importorskip("cryptography", reason="TLS credentials need cryptography")
+    from distributed import Client
+    from distributed.security import Security
+
+    from instructor.autograde import Engine, local_cluster_options
+
+    options = local_cluster_options()
+    assert options["protocol"] == "tls://" and options["security"].require_encryption
+    with Engine("dask", workers=1) as engine:
+        address = engine.cluster.scheduler_address
+        assert address.startswith("tls://127.0.0.1:"), address
+        assert engine.client.submit(_answer).result(timeout=60) == 42  # its own processes
+        # Another local process gets nowhere: plain TCP, TLS without a certificate, or TLS with
+        # credentials of its own (not signed by the run's temporary CA).
+        plain = address.replace("tls://", "tcp://")
+        for where, security in (
+            (plain, Security()),
+            (address, Security(require_encryption=True)),
+            (address, Security.temporary()),
+        ):
+            with pytest.raises((OSError, TimeoutError, TypeError)):  # TypeError: no certificate
+                Client(where, timeout=3, security=security)
+
+
+def test_without_cryptography_the_local_cluster_has_no_port(monkeypatch):
+    from distributed.security import Security
+
+    from instructor.autograde import Engine
+
+    def missing(cls, **kwargs):
+        raise ImportError("Using `Security.temporary` requires `cryptography`")
+
+    monkeypatch.setattr(Security, "temporary", classmethod(missing))
+    with Engine("dask", workers=1) as engine:
+        assert engine.cluster.scheduler_address.startswith("inproc://")
+        assert engine.client.submit(_answer).result(timeout=60) == 42
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dask(*args: str, env: dict, cwd: Path, log: Path) -> subprocess.Popen:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _credentials(folder: Path) -> dict[str, str]:
+    """A CA, a certificate and its key as files (what an instructor makes with openssl)."""
+    from distributed.security import Security
+
+    made = Security.temporary()
+    pems = {"ca": made.tls_ca_file, "cert": made.tls_scheduler_cert, "key": made.tls_scheduler_key}
+    files = {}
+    for name, pem in pems.items():
+        path = folder / f"{name}.pem"
+        path.write_text(pem)
+        path.chmod(0o600)
+        files[name] = str(path)
+    return files
+
+
+def _wait_for_a_worker(address: str, log: Path) -> None:
+    from distributed import Client
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with Client(address, timeout=10) as client:
+                if client.scheduler_info()["workers"]:
+                    return
+        except (OSError, TimeoutError):
+            pass
+        assert time.monotonic() < deadline, log.read_text()[-2000:]
+        time.sleep(1)
+
+
+@pytest.mark.parametrize("protocol", ["tcp", "tls"])
+def test_autograde_on_a_scheduler_and_a_worker_started_apart(released_course, tmp_path, protocol):
+    """`python -m distributed.cli.dask_scheduler` and `... dask_worker` in processes of their
+    own, started outside the repository with it on PYTHONPATH (as the README says; here the
+    tests' folder too, for the stand-in harness), grade a class that autograde records here.
+    Over TLS, the scheduler, the worker and autograde hold the files of the instructor's own
+    CA (autograde through Dask's configuration), and a client without them is refused."""
+    if protocol == "tls":
+        pytest.importorskip("cryptography", reason="making TLS credentials needs cryptography")
+    import dask
+    from autograde_fakes import fake_grade, marks
+    from distributed import Client
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    for student, fails in (("ann", {}), ("bob", {"lookup-matches-indexing": "off-by-one"})):
+        dest = course.submitted / student / LESSON
+        shutil.copytree(course.release / LESSON, dest)
+        module = dest / "exercises" / "embeddings.py"
+        module.write_text(module.read_text() + marks(fails))
+    elsewhere = tmp_path / "cluster"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    port = _free_port()
+    address = f"{protocol}://127.0.0.1:{port}"
+    tls: list[str] = []
+    config: dict[str, object] = {}
+    if protocol == "tls":
+        files = _credentials(elsewhere)
+        tls = ["--tls-ca-file", files["ca"], "--tls-cert", files["cert"], "--tls-key", files["key"]]
+        config = {
+            "distributed.comm.require-encryption": True,
+            "distributed.comm.tls.ca-file": files["ca"],
+            "distributed.comm.tls.client.cert": files["cert"],
+            "distributed.comm.tls.client.key": files["key"],
+        }
+    processes = []
+    try:
+        processes.append(
+            _dask(
+                "distributed.cli.dask_scheduler",
+                *("--host", "127.0.0.1", "--port", str(port), "--protocol", protocol),
+                "--no-dashboard",
+                *tls,
+                env=env,
+                cwd=elsewhere,
+                log=tmp_path / "scheduler.log",
+            )
+        )
+        processes.append(
+            _dask(
+                "distributed.cli.dask_worker",
+                address,
+                *("--nworkers", "1", "--nthreads", "1", "--no-dashboard"),
+                *tls,
+                env=env,
+                cwd=elsewhere,
+                log=tmp_path / "worker.log",
+            )
+        )
+        with dask.config.set(config):
+            _wait_for_a_worker(address, tmp_path / "worker.log")
+            outcomes = {
+                o.student: o
+                for o in pipeline.autograde(
+                    course, [LESSON], scheduler=address, grader=fake_grade, progress=False
+                )
+            }
+        assert all(o.recorded and o.graded for o in outcomes.values()), [
+            o.notes for o in outcomes.values()
+        ]
+        assert outcomes["ann"].points == outcomes["ann"].max_points > outcomes["bob"].points
+        if protocol == "tls":
+            from distributed.security import Security
+
+            with pytest.raises((OSError, TimeoutError, TypeError)):
+                Client(address, timeout=3, security=Security(require_encryption=True))
+    finally:
+        for process in processes:
+            os.killpg(process.pid, 15)
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait()
