@@ -352,7 +352,10 @@ def _lesson(raw: Any, where: str) -> Lesson:
     raw_rules = raw.get("rule", [])
     if not isinstance(raw_rules, list):
         raise ManifestError(f"{where}: 'rule' must be an array of tables ([[lesson.rule]])")
-    rules = tuple(_rule(r, functions, f"{where}, rule {i + 1}") for i, r in enumerate(raw_rules))
+    number = raw["number"]
+    rules = tuple(
+        _rule(r, functions, number, f"{where}, rule {i + 1}") for i, r in enumerate(raw_rules)
+    )
     _unique([rule.function for rule in rules], f"{where}: rule for function")
     builds_on = _builds_on(raw.get("builds_on", {}), functions, where)
     return Lesson(
@@ -387,7 +390,8 @@ def _builds_on(raw: Any, functions: list[str], where: str) -> Mapping[str, tuple
     return MappingProxyType(table)
 
 
-def _rule(raw: Any, functions: list[str], where: str) -> Rule:
+def _rule(raw: Any, functions: list[str], number: int, where: str) -> Rule:
+    """The rule; ``{lesson}`` in its message is the lesson's number."""
     if not isinstance(raw, dict):
         raise ManifestError(f"{where}: not a table")
     _typed(raw, _RULE_KEYS, _OPTIONAL_RULE_KEYS, where)
@@ -402,7 +406,7 @@ def _rule(raw: Any, functions: list[str], where: str) -> Rule:
         function=raw["function"],
         ops=tuple(raw["ops"]),
         names=tuple(raw["names"]),
-        message=raw["message"].strip(),
+        message=raw["message"].strip().replace("{lesson}", str(number)),
         allow=tuple(raw.get("allow", ())),
     )
 

@@ -21,6 +21,13 @@ asks to die with its parent, turns off dumpability and new privileges, and drops
 capability (so a worker started as root cannot raise its limits again). Whatever it returns
 is read with ``torch.load(weights_only=True)`` and validated in the checker.
 
+The checker bounds itself as well. It reads an answer only if its pickled structure has at
+most MAX_OPERATIONS operations, and keeps it only if it has at most MAX_PARTS parts and
+MAX_TEXT characters, every shared part counted each time it is reached, so comparing and
+describing it costs what its size says; a proxy's question gets no more time than the call
+that asks it; and while it grades, the checker's data segment may grow at most
+CHECKER_MEMORY (4 GiB) past where it started (``checker_memory``, on Linux).
+
 What that does not stop: the worker runs as the same user as the checker, so the student's
 code can read any file that user can (the hidden graders, if they are on disk), write files
 the user owns (the grader tree itself, affecting later runs, though not the run in progress:
@@ -41,11 +48,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from . import worker as protocol
-from .checking import CheckFailed, GraderUnavailable, describe
+from .checking import CheckFailed, GraderUnavailable, describe, same
 from .hints import (
     CRASHED,
     EXITED,
@@ -61,6 +70,16 @@ from .sandbox import worker_command
 DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
 MAX_ANSWER = 256 << 20  # bytes of one answer
+# Pickle operations in one frame or value (a string or a tensor's data is one): torch's
+# weights-only unpickler reads about half a million a second, so this bounds its time.
+MAX_OPERATIONS = 1 << 20
+# An answer as the checker reads it, every shared part counted each time it is reached.
+MAX_PARTS = 1 << 21
+MAX_TEXT = 64 << 20  # characters and bytes of its strings, together
+MAX_DEPTH = 64
+# The checker's own memory: while it grades, its data (heap and private mappings) may grow
+# this much past what it was at the start (RLIMIT_DATA; see checker_memory).
+CHECKER_MEMORY = 4 << 30
 STARTUP_TIMEOUT = 180.0
 TAIL = 4096
 __all__ = ["IN_PLACE", "StudentError", "WorkerClient", "WorkerUnavailable"]
@@ -316,6 +335,8 @@ class _Process:
             return None
         frame = bytes(self.buffer[size : size + length])
         del self.buffer[: size + length]
+        if _too_many_operations(frame):
+            raise self._fail(f"{what} sent back a structure too large to read", NOT_PLAIN)
         try:
             return protocol.decode(frame)
         except Exception:  # noqa: BLE001 - the student may have written to the channel
@@ -472,7 +493,7 @@ class WorkerClient:
         try:
             answer = proc.exchange(protocol.encode(message), timeout, what=what)
             while isinstance(answer, dict) and "ask" in answer:
-                reply = self._reply(answer)
+                reply = self._reply(answer, deadline)
                 remaining = max(deadline - time.monotonic(), 0.001)
                 answer = proc.exchange(protocol.encode(reply), remaining, what=what)
         finally:
@@ -483,13 +504,13 @@ class WorkerClient:
             raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
         return answer
 
-    def _reply(self, question: dict) -> dict:
+    def _reply(self, question: dict, deadline: float) -> dict:
         from .secret.dependencies import Refused
 
         if self._answers is None:
             return {"ok": False, "error": "this grader answers no questions"}
         try:
-            value = self._answers.answer(question["ask"], question.get("question"))
+            value = self._answers.answer(question["ask"], question.get("question"), deadline)
         except Refused as refusal:
             return {"ok": False, "error": str(refusal)}
         return {"ok": True, "value": value}
@@ -527,7 +548,11 @@ class WorkerClient:
         rule: dict | None = None,
     ) -> tuple[Any, Any]:
         """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after).
-        ``rule``: a "by hand" rule's operations, which the worker watches during the call."""
+        ``rule``: a "by hand" rule's operations, which the worker watches during the call.
+
+        The worker calls the function twice on the same objects; a second answer that is not
+        the first fails the call (IN_PLACE): that a call left its inputs as they were is then
+        the checker's finding, not only the student's process's report of them."""
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {
@@ -539,7 +564,7 @@ class WorkerClient:
                 "proxies": self._proxies(function),
                 "rule": rule,
             },
-            timeout,
+            2 * timeout,  # the function runs twice
             what=_name(function),
             function=function,
         )
@@ -547,6 +572,13 @@ class WorkerClient:
             raise StudentError(_dict(answer.get("error")), _name(function))
         value = unpack(answer.get("value"), _name(function))
         inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
+        again = unpack(answer.get("again"), _name(function))
+        if not same(again, value, rtol=0.0, atol=0.0):
+            raise _failed(
+                f"{_name(function)} answered differently when called again on the same inputs: "
+                "it changed them in place (or keeps something between calls)",
+                IN_PLACE,
+            )
         return value, inputs
 
     def scenario(
@@ -576,6 +608,35 @@ class WorkerClient:
         return unpack(answer.get("value"), "limits")
 
 
+@contextmanager
+def checker_memory(budget: int = CHECKER_MEMORY) -> Iterator[None]:
+    """The checker's own memory bound while it grades: its data segment (heap and private
+    mappings, RLIMIT_DATA's measure) may grow ``budget`` bytes past what it is now, so that an
+    answer that would cost more fails its check with a MemoryError instead of exhausting the
+    machine. The limit before is restored afterwards. Where the platform has no such limit
+    (not Linux), the answers' own bounds (MAX_ANSWER, MAX_PARTS, MAX_TEXT) are the bound."""
+    try:
+        import resource
+
+        with open("/proc/self/status") as status:
+            used = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmData:"))
+        before = resource.getrlimit(resource.RLIMIT_DATA)
+    except (ImportError, OSError, StopIteration, ValueError):
+        yield
+        return
+    soft, hard = before
+    limit = used + budget
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft != resource.RLIM_INFINITY:
+        limit = min(limit, soft)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, before)
+
+
 def _dependency_answers() -> Any:
     """graders/secret/dependencies.py's answerer, or None where it is absent (the student release,
     whose worker then runs a function with the submission's own dependencies)."""
@@ -596,10 +657,54 @@ def unpack(packed: Any, what: str) -> Any:
             f"{what} returned a {kind} that cannot be sent back as data ({packed.get('error')})",
             NOT_PLAIN,
         )
+    if _too_many_operations(payload):
+        raise _failed(f"{what} returned a {kind} too large to check", NOT_PLAIN)
     try:
-        return protocol.decode(payload)
+        value = protocol.decode(payload)
     except Exception:  # noqa: BLE001 - UnpicklingError and friends: not plain data
         raise _failed(f"{what} returned a {kind}, which is not plain data", NOT_PLAIN) from None
+    _bounded(value, what, kind)
+    return value
+
+
+def _too_many_operations(payload: bytes) -> bool:
+    """Whether the pickled structure in ``torch.save`` bytes (its ``data.pkl``) has more than
+    MAX_OPERATIONS operations, counted without building anything; False when it is no such
+    archive (decoding it then fails on its own)."""
+    import io
+    import pickletools
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            # every operation takes a byte at least: a short pickle needs no count
+            names = [
+                info.filename
+                for info in archive.infolist()
+                if info.filename.endswith(".pkl") and info.file_size > MAX_OPERATIONS
+            ]
+            for name in names:
+                for count, _ in enumerate(pickletools.genops(archive.read(name))):
+                    if count >= MAX_OPERATIONS:
+                        return True
+    except Exception:  # noqa: BLE001 - a malformed archive or pickle: decode refuses it
+        return False
+    return False
+
+
+def _bounded(value: Any, what: str, kind: str) -> None:
+    """An answer the checker can compare and describe quickly: at most MAX_PARTS parts and
+    MAX_TEXT characters, each counted every time it is reached (a list of a million
+    references to one string is a million strings), nested at most MAX_DEPTH deep."""
+    text = 0
+    try:
+        for part in protocol.parts_of(value, MAX_PARTS, MAX_DEPTH):
+            if isinstance(part, str | bytes):
+                text += len(part)
+                if text > MAX_TEXT:
+                    raise protocol.TooLarge(f"more than {MAX_TEXT >> 20} M characters of text")
+    except protocol.TooLarge as why:
+        raise _failed(f"{what} returned a {kind} too large to check ({why})", NOT_PLAIN) from None
 
 
 def _dict(value: Any) -> dict:

@@ -60,6 +60,15 @@ TAMPERING = frozenset(
         "system",
         "popen",
         "grader_worker",
+        # the watch's own state and hooks, in the student's process: its profile hook, the
+        # frames and objects that reach it
+        "setprofile",
+        "settrace",
+        "_getframe",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "gc",
     }
 )
 

@@ -140,7 +140,7 @@ def grade(
     import torch
 
     from . import answers
-    from .client import WorkerClient
+    from .client import WorkerClient, checker_memory
     from .plugin import GradingPlugin
 
     answers.prepare()  # the oracles (or recorded answers) load before any student code runs
@@ -177,7 +177,7 @@ def grade(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: extra threads only spin, on a busy machine badly
     try:
-        with _no_pytest_environment():
+        with _no_pytest_environment(), checker_memory():
             code = pytest.main(args, plugins=[plugin])
     finally:
         torch.set_num_threads(threads)

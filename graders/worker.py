@@ -24,7 +24,9 @@ Requests (a dict each):
      "return_inputs": True, "proxies": [...], "rule": {"ops": [...], "message": "..."}}
     {"op": "scenario", "name": "train_step", "function": "training.train_step", "config": {...}}
     {"op": "limits"}
-Answers: {"ok": True, "value": PACKED, "inputs": PACKED} or {"ok": False, "error": {...}}, where
+Answers: {"ok": True, "value": PACKED, "inputs": PACKED, "again": PACKED} or {"ok": False,
+"error": {...}} ("inputs": the call's inputs after it; "again": its answer to a second call on
+the same objects), where
 PACKED is {"type": name, "payload": torch.save bytes or None, "error": why not}: the value is
 packed apart so that an answer that is not plain data still arrives as a readable failure.
 While a request runs, a proxy may send {"ask": NAME, "question": ...}; the checker replies
@@ -34,6 +36,7 @@ While a request runs, a proxy may send {"ask": NAME, "question": ...}; the check
 from __future__ import annotations
 
 import argparse
+import dis
 import importlib
 import importlib.util
 import io
@@ -48,6 +51,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 from torch.utils.data import DataLoader, Dataset
 
@@ -102,6 +106,32 @@ def pack(value: Any) -> dict:
         return {"type": kind, "payload": encode(value), "error": None}
     except BaseException as error:  # noqa: BLE001 - anything the student's object raises
         return {"type": kind, "payload": None, "error": _safe_str(error)}
+
+
+class TooLarge(ValueError):
+    """A value with more parts, or deeper nesting, than its reader allows."""
+
+
+def parts_of(obj: Any, most: int, deepest: int) -> Iterator[Any]:
+    """Every part of ``obj`` (itself, the items of its lists and tuples, the keys and values of
+    its dicts) each time it is reached: a part shared a million times is a million parts, so
+    the walk costs what the value would cost written out. TooLarge past ``most`` parts or
+    ``deepest`` levels, before the walk holds more than ``most`` parts."""
+    count = 0
+    stack = [(obj, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > deepest:
+            raise TooLarge(f"nested more than {deepest} deep")
+        yield item
+        if isinstance(item, list | tuple | dict):
+            count += len(item) * (2 if isinstance(item, dict) else 1)
+            if count > most:
+                raise TooLarge(f"more than {most} parts")
+            if isinstance(item, dict):
+                stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+            else:
+                stack.extend((part, depth + 1) for part in item)
 
 
 def _safe_str(obj: object) -> str:
@@ -278,16 +308,25 @@ class _Watch(TorchDispatchMode):
     dispatch internals) computes out of its sight. So it also keeps the provenance of every
     tensor: an operation may only use the call's inputs and what earlier watched operations
     made (or their storage), unchanged since; anything else was computed where the watch could
-    not see it.
+    not see it. Two more eyes keep that provenance whole (see ``_Sight`` and ``_look``): every
+    torch function the code calls gets only tensors the watch knows (``tolist``, ``numpy`` and
+    storage reads turn no unseen tensor into Python data), and the student's code calls nothing
+    while a watch is off. Tensors that torch makes from Python data (``torch.tensor(0.5)``,
+    ``x[range(n), targets]``) come to the mode as ``aten::lift_fresh`` of a tensor it never saw:
+    known from then on when the torch function that makes them is one of ``FROM_DATA``.
     """
 
-    def __init__(self, rule: dict, inputs: Any) -> None:
+    def __init__(self, rule: dict, inputs: Any, student: str = "") -> None:
         super().__init__()
         self.ops = set(rule["ops"])
         self.allow = set(rule.get("allow", ()))
         self.message = rule["message"]
         self.storages: set[int] = set()
         self.seen: dict[int, tuple[Tensor, int]] = {}  # id -> (tensor kept alive, its version)
+        self.sight = _Sight(self)
+        self.calls: list[Any] = []  # the torch functions running now, innermost last
+        self.student = student  # the folder of the student's files ("": no profile hook)
+        self.breach: str | None = None  # the first thing the student's code did unwatched
         self.know(inputs)
 
     def refuse(self, why: str) -> ForbiddenCall:
@@ -307,6 +346,20 @@ class _Watch(TorchDispatchMode):
             if entry is None and _storage(tensor) not in self.storages:
                 raise self.refuse("a tensor was computed where the grader's watch could not see")
 
+    def unwatched(self) -> str | None:
+        """Why the watch cannot see what runs now (None: it can)."""
+        modes = _get_current_dispatch_mode_stack()
+        if not modes or modes[-1] is not self:
+            return "the grader's watch was switched off"
+        if torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.Python):
+            return "torch's dispatch was switched off"
+        functions = torch.overrides._get_current_function_mode_stack()
+        if not functions or functions[-1] is not self.sight:
+            return "the grader's watch was switched off"
+        if not torch._C._is_torch_function_mode_enabled():
+            return "torch functions were switched off"
+        return None
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func._schema.name
         if name in self.ops:
@@ -314,6 +367,8 @@ class _Watch(TorchDispatchMode):
         if self.allow and name not in self.allow:
             raise self.refuse(f"called {name}, which is not among the operations it may use")
         kwargs = kwargs or {}
+        if name in FRESH and self.calls and self.calls[-1] in FROM_DATA:
+            self.know((args, kwargs))  # torch's own tensor of Python data, made a moment ago
         self.verify((args, kwargs))
         out = func(*args, **kwargs)
         touched = (args, kwargs, out)
@@ -324,6 +379,42 @@ class _Watch(TorchDispatchMode):
             if _storage(tensor) in storages:
                 self.seen[key] = (tensor, tensor._version)
         return out
+
+
+class _Sight(TorchFunctionMode):
+    """The watch's eye on torch's Python functions and Tensor methods, with their arguments:
+    each gets only tensors the watch knows, and the innermost one running is kept (for
+    ``aten::lift_fresh``)."""
+
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        self.watch.verify((args, kwargs))
+        self.watch.calls.append(func)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.watch.calls.pop()
+
+
+# Where torch makes a tensor of Python data (numbers, lists, ranges, numpy arrays) and hands it
+# to the dispatcher as aten::lift_fresh: a tensor the watch could not have seen made.
+FRESH = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy"})
+FROM_DATA = frozenset(
+    {
+        torch.tensor,
+        torch.as_tensor,
+        torch.asarray,
+        Tensor.new_tensor,
+        Tensor.__getitem__,
+        Tensor.__setitem__,
+    }
+)
+# What would stop the profile hook that looks for unwatched code (``_look``).
+UNHOOKS = frozenset({sys.setprofile, sys.settrace})
 
 
 def _tensors(obj: Any) -> list[Tensor]:
@@ -340,26 +431,90 @@ def _storage(tensor: Tensor) -> int:
 
 
 @contextmanager
-def watched(rule: dict | None, inputs: Any = (), result: list | None = None) -> Iterator[None]:
-    """Raise ForbiddenCall when an operation the rule refuses runs inside the block, or the
-    block's tensors (``result``'s first item, once set) come from outside the watch."""
+def watched(
+    rule: dict | None, inputs: Any = (), result: list | None = None, student: str = ""
+) -> Iterator[None]:
+    """Raise ForbiddenCall when an operation the rule refuses runs inside the block, the code
+    in ``student`` (a folder) calls anything while the watch is off, or the block's tensors
+    (``result``'s first item, once set) come from outside the watch."""
     if not rule:
         yield
         return
     if _threads() > LESSON_THREADS[0]:
         raise ForbiddenCall(f"{rule['message']} (another thread runs, out of the grader's watch)")
-    watch = _Watch(rule, inputs)
+    watch = _Watch(rule, inputs, student)
+    profile = sys.getprofile()
+    look = _look(watch)
     watch.__enter__()
+    watch.sight.__enter__()
+    sys.setprofile(look)
     try:
         yield
     finally:
-        stack = _get_current_dispatch_mode_stack()
-        if not stack or stack[-1] is not watch:  # popped, or buried under a mode of its own
-            raise ForbiddenCall(f"{rule['message']} (the grader's watch was switched off)")
+        hooked = sys.getprofile() is look
+        sys.setprofile(profile)
+        why = watch.unwatched()
+        if why is not None:  # popped, or buried under a mode of its own
+            raise ForbiddenCall(f"{rule['message']} ({why})")
+        watch.sight.__exit__(None, None, None)
         watch.__exit__(None, None, None)
+        if not hooked:
+            raise watch.refuse("the grader's watch was switched off")
+    if watch.breach is not None:
+        raise watch.refuse(watch.breach)
     if _threads() > LESSON_THREADS[0]:
         raise watch.refuse("another thread runs, out of the grader's watch")
     watch.verify(result or ())
+
+
+def _look(watch: _Watch) -> Callable:
+    """A profile hook: every call the student's own code makes (its frames are files in
+    ``watch.student``) finds the watch on, and none unhooks this hook. What runs in a moment
+    the watch is off, even one line (``with no_dispatch(): x = f(y).tolist()``), is a call the
+    student's code makes in that moment. Python code that torch runs on the student's behalf
+    (an operator, a C function calling back, the watch's own handlers) is no such call: only a
+    call instruction of the student's frame, with no C function of its own running, of
+    something that is not one of the watch's handlers counts."""
+    folder = watch.student
+    running: set[int] = set()  # the student's frames in a C function call
+
+    def look(frame: Any, event: str, arg: Any) -> None:
+        if not folder or watch.breach is not None:
+            return
+        caller = frame.f_back if event == "call" else frame
+        if caller is None or not caller.f_code.co_filename.startswith(folder):
+            return
+        if event in ("c_return", "c_exception"):
+            running.discard(id(caller))
+            return
+        if event == "c_call":
+            running.add(id(caller))
+            if arg in UNHOOKS:
+                watch.breach = "the grader's watch was switched off"
+                return
+        elif event != "call" or id(caller) in running or frame.f_code in HANDLERS:
+            return
+        elif _instruction(caller) not in CALLS:
+            return
+        watch.breach = watch.unwatched()
+
+    return look
+
+
+CALLS = frozenset(
+    dis.opmap[name] for name in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") if name in dis.opmap
+)
+# The watch's own handlers, which torch calls from the student's frame (float(x), int(x)).
+HANDLERS = frozenset({_Watch.__torch_dispatch__.__code__, _Sight.__torch_function__.__code__})
+CACHE = dis.opmap.get("CACHE")  # a call's inline caches, where the frame may stand meanwhile
+
+
+def _instruction(frame: Any) -> int:
+    """The opcode that ``frame`` is running."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    while at > 0 and code[at] == CACHE:
+        at -= 2
+    return code[at]
 
 
 # The threads of the lesson process before the student's code: no more may run while a by-hand
@@ -620,6 +775,7 @@ SCENARIOS: dict[str, Callable[..., dict]] = {
 class Worker:
     def __init__(self, target: str, requests: int, answers: int) -> None:
         self.target = os.path.abspath(target)
+        self.student = self.target + os.sep  # where the student's frames come from
         self.package: types.ModuleType | None = None
         self.requests, self.answers = requests, answers
         self.proxies = make_proxies(self.ask)
@@ -652,11 +808,13 @@ class Worker:
         return getattr(self.import_module(module), name)
 
     @contextmanager
-    def proxied(self, function: str, names: list[str]) -> Iterator[None]:
+    def proxied(self, function: str, names: list[str], fresh: bool = True) -> Iterator[None]:
         """Put the proxies of ``function``'s dependencies (those the checker will answer) into
-        its module while it runs; the module's own objects return afterwards."""
+        its module while it runs; the module's own objects return afterwards. ``fresh``: a new
+        request (the ranks tables sent so far are forgotten, as the checker forgets them)."""
         names = [n for n in names if isinstance(n, str) and n.isidentifier()]
-        self.proxies.tables.clear()
+        if fresh:
+            self.proxies.tables.clear()
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
         saved = {name: getattr(module, name, missing) for name in names}
@@ -671,6 +829,15 @@ class Worker:
                 else:
                     setattr(module, name, value)
 
+    def watched_call(
+        self, fn: Callable, request: dict, proxied: Any, args: Iterable, kwargs: dict
+    ) -> Any:
+        result: list = []
+        with proxied, watched(request.get("rule"), (args, kwargs), result, self.student):
+            value = fn(*args, **kwargs)
+            result.append(value)
+        return value
+
     def handle(self, request: dict) -> dict:
         op = request["op"]
         if op == "import":
@@ -684,17 +851,31 @@ class Worker:
         fn = self.resolve(function)
         proxied = self.proxied(function, list(request.get("proxies", ())))
         if op == "call":
-            args, kwargs = revive(request["args"]), revive(request["kwargs"])
-            result: list = []
-            with proxied, watched(request.get("rule"), (args, kwargs), result):
-                value = fn(*args, **kwargs)
-                result.append(value)
+            # The inputs are held in tuples, which the student's code cannot refill.
+            args = tuple(revive(request["args"]))
+            kwargs = tuple(revive(request["kwargs"]).items())
+            randomness = _random_state()
+            value = self.watched_call(fn, request, proxied, args, dict(kwargs))
             answer = {"ok": True, "value": pack(value)}
             if request.get("return_inputs"):
-                answer["inputs"] = pack([strip(args), strip(kwargs)])
+                # What the call left its inputs as, and its answer when called again on the
+                # very same objects (the random state and seeded generators as before): the
+                # checker compares both with its own, so a function that changed its inputs
+                # must also undo what that does to its next answer, not just to this report.
+                # Inputs that nothing can change (a text, numbers) need no second call.
+                answer["inputs"] = pack([strip(list(args)), strip(dict(kwargs))])
+                if _unchangeable((args, kwargs)):
+                    answer["again"] = answer["value"]
+                    return answer
+                again = [reseed(a, sent) for a, sent in zip(args, request["args"], strict=True)]
+                again_kwargs = {k: reseed(v, request["kwargs"][k]) for k, v in kwargs}
+                _set_random_state(randomness)
+                names = list(request.get("proxies", ()))
+                proxied = self.proxied(function, names, fresh=False)
+                answer["again"] = pack(self.watched_call(fn, request, proxied, again, again_kwargs))
             return answer
         config = revive(request["config"])
-        with proxied, watched(request.get("rule"), config):
+        with proxied, watched(request.get("rule"), config, student=self.student):
             value = SCENARIOS[request["name"]](fn, **config)
         return {"ok": True, "value": pack(value)}
 
@@ -728,6 +909,33 @@ def revive(obj: Any) -> Any:
     if isinstance(obj, tuple):
         return tuple(revive(v) for v in obj)
     return obj
+
+
+def _unchangeable(obj: Any) -> bool:
+    """Whether no call can change ``obj`` in place (a generator's draws aside)."""
+    if isinstance(obj, tuple):
+        return all(_unchangeable(item) for item in obj)
+    return obj is None or isinstance(obj, str | bytes | int | float | complex | torch.Generator)
+
+
+def reseed(obj: Any, sent: Any) -> Any:
+    """``obj`` again, or a fresh generator where the request had a seeded one."""
+    if isinstance(sent, dict) and set(sent) == {GENERATOR}:
+        return revive(sent)
+    return obj
+
+
+def _random_state() -> tuple:
+    import random
+
+    return torch.random.get_rng_state(), random.getstate()
+
+
+def _set_random_state(state: tuple) -> None:
+    import random
+
+    torch.random.set_rng_state(state[0])
+    random.setstate(state[1])
 
 
 def strip(obj: Any) -> Any:

@@ -10,22 +10,27 @@ gradients, its training mode, its draws, its optimizer's steps), for the worker 
 caller's own objects.
 
 An ``Answers`` object belongs to one worker. It answers a question only for a dependency of
-the function being graded at that moment (``allow``), and only for inputs of a bounded size,
-so a proxy that the student's code kept, or fed a huge input, gets a refusal instead of an
-answer. Instructors' graders only: the student release leaves this file out, and its worker
-then grades with the submission's own dependencies.
+the function being graded at that moment (``allow``), only for inputs of a bounded size, and
+only until the call that asks must end, so a proxy that the student's code kept, fed a huge
+input, or asked a question that takes long to answer, gets a refusal instead of an answer.
+Instructors' graders only: the student release leaves this file out, and its worker then
+grades with the submission's own dependencies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from core.manifest import load_manifest
-from graders.worker import GENERATOR_STATE, MODULE, OPTIMIZER, TABLE, ToyLM
+from graders.worker import GENERATOR_STATE, MODULE, OPTIMIZER, TABLE, TooLarge, ToyLM, parts_of
 
 from . import oracles, trusted
 
@@ -37,6 +42,7 @@ MAX_TEXT = 4 << 20  # characters and bytes in one question, all strings and byte
 MAX_DEPTH = 16  # nesting of lists, tuples and dicts
 MAX_PIECE = 1 << 12  # bytes of one bpe_merge piece (the merge is quadratic in its length)
 MAX_TABLES = 8  # ranks tables kept during one request (a call sends one or two)
+SECRET = str(Path(__file__).resolve().parent)  # the trusted code's folder
 
 
 class Refused(Exception):
@@ -64,7 +70,9 @@ class Answers:
         self.allowed = frozenset(self.names(function)) if function else frozenset()
         self.vocabularies.clear()
 
-    def answer(self, name: Any, question: Any) -> Any:
+    def answer(self, name: Any, question: Any, deadline: float | None = None) -> Any:
+        """The answer to a proxy's question, or Refused; ``deadline`` (time.monotonic) is when
+        the call that asks it must end."""
         if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
             raise Refused(f"{name!r} is not a dependency of the function being graded")
         _bounded(question)
@@ -76,7 +84,8 @@ class Answers:
                 raise Refused(f"no answers for {name!r}")
             handler = lambda self, question: self._pure(name, question)  # noqa: E731
         try:
-            return handler(self, question)
+            with _until(deadline):
+                return handler(self, question)
         except Refused:
             raise
         except Exception as error:  # noqa: BLE001 - malformed questions from the student's code
@@ -196,34 +205,51 @@ def _bounded(question: Any) -> None:
     """Refuse questions too big to answer quickly: every part is counted each time it is
     reached (a list that repeats its own rows costs its full size), and strings, bytes, dict
     keys and nesting have bounds of their own."""
-    elements = parts = text = 0
-    stack = [(question, 0)]
-    while stack:
-        item, depth = stack.pop()
-        parts += 1
-        if parts > MAX_PARTS or depth > MAX_DEPTH:
-            raise Refused("a question too large or too deeply nested for the grader to answer")
-        if isinstance(item, Tensor):
-            elements += item.numel()
-        elif isinstance(item, str | bytes):
-            text += len(item)
-            if text > MAX_TEXT:
-                raise Refused("text too long for the grader to answer")
-        elif isinstance(item, bool | float) or item is None:
-            continue
-        elif isinstance(item, int):
-            if abs(item) > MAX_INTEGER:
-                raise Refused(f"an integer of {item} is too large for the grader to answer")
-        elif isinstance(item, list | tuple):
-            if len(item) > MAX_ITEMS or parts + len(item) > MAX_PARTS:
-                raise Refused("a list too long for the grader to answer")
-            stack.extend((entry, depth + 1) for entry in item)
-        elif isinstance(item, dict):
-            if len(item) > MAX_ITEMS or parts + 2 * len(item) > MAX_PARTS:
-                raise Refused("a table too large for the grader to answer")
-            for key, value in item.items():
-                stack.extend(((key, depth + 1), (value, depth + 1)))
-        else:
-            raise Refused(f"a {type(item).__name__} is not plain data")
-        if elements > MAX_ELEMENTS:
-            raise Refused("tensors too large for the grader to answer")
+    elements = text = 0
+    try:
+        for item in parts_of(question, MAX_PARTS, MAX_DEPTH):
+            if isinstance(item, Tensor):
+                elements += item.numel()
+                if elements > MAX_ELEMENTS:
+                    raise Refused("tensors too large for the grader to answer")
+            elif isinstance(item, str | bytes):
+                text += len(item)
+                if text > MAX_TEXT:
+                    raise Refused("text too long for the grader to answer")
+            elif isinstance(item, bool | float) or item is None:
+                continue
+            elif isinstance(item, int):
+                if abs(item) > MAX_INTEGER:
+                    raise Refused(f"an integer of {item} is too large for the grader to answer")
+            elif isinstance(item, list | tuple | dict):
+                if len(item) > MAX_ITEMS:
+                    raise Refused("a list or table too long for the grader to answer")
+            else:
+                raise Refused(f"a {type(item).__name__} is not plain data")
+    except TooLarge:
+        why = "a question too large or too deeply nested for the grader to answer"
+        raise Refused(why) from None
+
+
+@contextmanager
+def _until(deadline: float | None) -> Iterator[None]:
+    """Refuse the question if answering it is still running at ``deadline`` (time.monotonic):
+    a profile hook looks at the clock on every call the trusted code makes (each of its loops
+    calls something), so no question outlives the call that asked it."""
+    if deadline is None:
+        yield
+        return
+    before = sys.getprofile()
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        # Only in the trusted code's own frames: the hook is gone once it raises, and the
+        # error must end the answer, not a callback that the collector runs meanwhile.
+        if event in ("call", "c_call") and frame.f_code.co_filename.startswith(SECRET):
+            if time.monotonic() > deadline:
+                raise Refused("the question took longer than the call may take")
+
+    sys.setprofile(hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(before)

@@ -74,6 +74,22 @@ def test_a_hostile_question_is_refused_in_seconds(shape):
     assert time.process_time() - start < 2.0
 
 
+def test_a_question_is_refused_when_the_call_that_asked_it_must_end():
+    """A question within every size bound whose answer takes long (a piece whose every pair
+    merges, with a rank for each length: seconds of merging) ends at the call's deadline."""
+    from graders.secret.dependencies import MAX_PIECE, Refused
+
+    answers = _answers()
+    key = answers.answer("bpe_merge.table", {b"a" * k: k for k in range(1, MAX_PIECE // 2)})
+    start = time.monotonic()
+    with pytest.raises(Refused, match="longer than the call"):
+        question = [[b"a" * MAX_PIECE, {TABLE: key}], {}]
+        answers.answer("bpe_merge", question, time.monotonic() + 0.5)
+    assert time.monotonic() - start < 5.0
+    value, _, _ = answers.answer("bpe_merge", [[b"aa", {TABLE: key}], {}], time.monotonic() + 5)
+    assert value == [2]
+
+
 def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
     from graders.secret.dependencies import MAX_TABLES, Refused
 
@@ -114,3 +130,88 @@ def test_terminal_sequences_in_a_students_message_reach_neither_console_nor_repo
     assert "gotcha" in shown and "gotcha" in saved
     for sequence in ("\x1b[2J", "\x1b]0;", "\x07", "\x9b", "\\u001b", "\\u0007"):
         assert sequence not in shown and sequence not in saved, sequence
+
+
+# The checker reads every answer within bounds of its own, and its memory has a limit.
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ["x" * (1 << 20)] * 3_000_000,  # megabytes on the wire, terabytes written out
+        [list(range(1000))] * 10_000,  # a list that reuses its own rows
+        ["y" * (1 << 20)] * 100,  # a hundred megabytes of text, counted as it is read
+    ],
+    ids=["shared-string", "shared-rows", "long-text"],
+)
+def test_an_answer_too_large_to_check_fails_in_seconds(answer):
+    from graders.client import unpack
+    from graders.worker import pack
+
+    packed = pack(answer)
+    start = time.process_time()
+    with pytest.raises(CheckFailed, match="too large to check"):
+        unpack(packed, "split_pieces")
+    assert time.process_time() - start < 5.0
+
+
+def test_the_checker_grades_under_a_memory_limit_of_its_own():
+    import resource
+
+    from graders.client import checker_memory
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    with checker_memory(256 << 20):
+        soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
+        assert soft != resource.RLIM_INFINITY
+        with pytest.raises(MemoryError):
+            bytearray(512 << 20)
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before  # the limit is gone again
+
+
+# A whole lesson with every hostile shape: each fails its own checks quickly, the checker stays
+# within its bound, and the rest of the lesson is graded as usual.
+HOSTILE_TOKENS = {
+    "split_pieces": """
+        def split_pieces(text):
+            return ["x" * (1 << 20)] * 3_000_000
+    """,
+    "encode": """
+        def encode(text):
+            ranks = {b"a": 0, b"b": 1, b"ab": 2}
+            shared = [list(range(1000))] * 100_000
+            tries = (
+                lambda: bpe_merge(b"ab", {**ranks, b"rows": shared}),  # a table reusing its rows
+                lambda: bpe_merge(b"a" * (8 << 20), ranks),  # a huge text
+                lambda: bpe_merge(b"ab" * 10_000, ranks),  # a long piece
+            )
+            for attempt in tries:
+                try:
+                    attempt()
+                except Exception:
+                    pass
+            return []
+    """,
+}
+
+
+def test_every_hostile_shape_fails_in_seconds_and_the_rest_of_the_lesson_is_graded(tmp_path):
+    from grader_variants import Variant, build_target
+
+    import graders
+
+    variants = [Variant("tokens", name, "hostile", code) for name, code in HOSTILE_TOKENS.items()]
+    start = time.process_time()
+    report = graders.grade(
+        build_target(tmp_path, variants),
+        lessons=["tokens"],
+        hidden=True,
+        json_path=tmp_path / "r.json",
+    )
+    spent = time.process_time() - start
+    checks = report["lessons"][0]["checks"]
+    hostile = [c for c in checks if c["function"] in HOSTILE_TOKENS]
+    rest = [c for c in checks if c["function"] not in HOSTILE_TOKENS]
+    assert hostile and not any(c["passed"] for c in hostile), [c["id"] for c in hostile]
+    assert rest and all(c["passed"] for c in rest), [(c["id"], c["hint"]) for c in rest]
+    assert spent < 120.0, spent  # the checker's own work (the worker's is apart)

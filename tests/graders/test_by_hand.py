@@ -3,14 +3,15 @@
 Two layers, each tested on its own: the whole grading (the checker reads every file of the
 package, then the worker watches the call), and the worker's watch alone (the rule sent with
 the call, no reading), for the routes that get past a reading: names built at run time.
-Every route loses every point of cross_entropy; a correct by-hand version keeps them (see
-test_graders_hostile.py's control).
+Every route loses every point of the by-hand function it takes (cross_entropy, layer_norm,
+gelu); a correct by-hand version keeps them, however it makes its constants and indices.
 """
 
 from __future__ import annotations
 
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,19 +23,72 @@ from graders.client import StudentError, WorkerClient
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-RULE = load_manifest().lesson("objective").rule("cross_entropy")
+MANIFEST = load_manifest()
+
+
+@dataclass(frozen=True)
+class ByHand:
+    """A by-hand function: its lesson module, its parameters, its arguments as a call passes
+    them, and the library call that computes it (which its rule forbids)."""
+
+    module: str
+    signature: str
+    arguments: str
+    library: str
+
+    def rule(self, name: str) -> dict:
+        return MANIFEST.lesson(self.module).rule(name).as_request()
+
+
+FUNCTIONS = {
+    "cross_entropy": ByHand(
+        "objective",
+        "logits, targets, ignore_index=-100",
+        "logits, targets, ignore_index",
+        "torch.nn.functional.cross_entropy(logits, targets, ignore_index=ignore_index)",
+    ),
+    "layer_norm": ByHand(
+        "block",
+        "x, weight, bias, eps=1e-5",
+        "x, weight, bias, eps",
+        "torch.nn.functional.layer_norm(x, x.shape[-1:], weight, bias, eps)",
+    ),
+    "gelu": ByHand("block", "x", "x", "torch.nn.GELU(approximate='tanh')(x)"),
+}
+
+
+def _inputs(name: str) -> list:
+    generator = torch.Generator().manual_seed(0)
+    if name == "cross_entropy":
+        return [torch.randn(5, 7, generator=generator), torch.tensor([1, 0, 6, 2, 3])]
+    x = torch.randn(3, 8, generator=generator)
+    if name == "layer_norm":
+        return [x, torch.randn(8, generator=generator), torch.randn(8, generator=generator)]
+    return [x]
+
+
+def _expected(name: str, inputs: list) -> torch.Tensor:
+    import torch.nn.functional as F
+
+    if name == "cross_entropy":
+        return F.cross_entropy(*inputs)
+    if name == "layer_norm":
+        x, weight, bias = inputs
+        return F.layer_norm(x, x.shape[-1:], weight, bias)
+    return F.gelu(inputs[0], approximate="tanh")
+
 
 # Routes the reading of the code catches (or, where it does not, the watch): each one a
-# module-level setup and function, and other files of the package.
+# module-level setup and function ({name}, {signature}, {arguments}, {library} filled in per
+# function), and other files of the package.
 ROUTES = {
     "another-thread": (
         """
         import threading
-        import torch.nn.functional as F
-        def cross_entropy(logits, targets, ignore_index=-100):
+        import torch
+        def {name}({signature}):
             box = []
-            work = lambda: box.append(F.cross_entropy(logits, targets, ignore_index=ignore_index))
-            thread = threading.Thread(target=work)
+            thread = threading.Thread(target=lambda: box.append({library}))
             thread.start()
             thread.join()
             return box[0]
@@ -44,28 +98,45 @@ ROUTES = {
     "another-process": (
         """
         import os, pickle
-        import torch.nn.functional as F
-        def cross_entropy(logits, targets, ignore_index=-100):
+        import torch
+        def {name}({signature}):
             read, write = os.pipe()
             if os.fork() == 0:
-                os.write(write, pickle.dumps(F.cross_entropy(logits, targets).item()))
+                os.write(write, pickle.dumps({library}.tolist()))
                 os._exit(0)
-            return torch.tensor(pickle.loads(os.read(read, 1000)))
+            return torch.tensor(pickle.loads(os.read(read, 1 << 20)))
         """,
         {},
     ),
     "dispatch-switched-off": (
         """
         import torch
-        def cross_entropy(logits, targets, ignore_index=-100):
+        def {name}({signature}):
             with torch._C._DisableTorchDispatch():
-                loss = torch.nn.functional.cross_entropy(logits, targets, ignore_index=ignore_index)
-            return loss + 0
+                out = {library}
+            return out + 0
         """,
         {},
     ),
-    "unlisted-op": (
+    "another-module": (
         """
+        from .helpers_{name} import compute_{name}
+        def {name}({signature}):
+            return compute_{name}({arguments})
+        """,
+        {
+            "helpers_{name}.py": """
+            import torch
+            def compute_{name}({signature}):
+                return {library}
+            """
+        },
+    ),
+}
+# An op the rule's forbidden list does not name that computes the same thing: the rule's list
+# of allowed ops refuses it (neither name is one the reading looks for).
+UNLISTED = {
+    "cross_entropy": """
         def cross_entropy(logits, targets, ignore_index=-100):
             keep = targets != ignore_index
             rows = logits[keep]
@@ -73,65 +144,168 @@ ROUTES = {
             picked = rows.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
             return (norm - picked).mean()
         """,
-        {},
-    ),
-    "another-module": (
-        """
-        from .lossy import loss_of
-        def cross_entropy(logits, targets, ignore_index=-100):
-            return loss_of(logits, targets, ignore_index)
+    "layer_norm": """
+        import torch
+        def layer_norm(x, weight, bias, eps=1e-5):
+            rows = x.reshape(-1, 1, x.shape[-1]).transpose(0, 1)  # batch norm of one batch
+            out = torch._native_batch_norm_legit(rows, None, None, True, 0.0, eps)[0]
+            out = out.transpose(0, 1).reshape(x.shape) * weight
+            return out if bias is None else out + bias
         """,
-        {
-            "lossy.py": """
-            import torch.nn.functional as F
-            def loss_of(logits, targets, ignore_index):
-                return F.cross_entropy(logits, targets, ignore_index=ignore_index)
-            """
-        },
-    ),
+    "gelu": """
+        import torch
+        def gelu(x):
+            return torch.ops.aten.gelu_(x.clone(), approximate="tanh")
+        """,
 }
 
 
-def _objective_with(code: str) -> str:
-    source = (ROOT / "solutions" / "objective.py").read_text()
-    stub = replace_definition(source, "cross_entropy", "def cross_entropy(*a, **k): pass")
-    return stub + "\n" + textwrap.dedent(code)
+def _fill(text: str, name: str) -> str:
+    spec = FUNCTIONS[name]
+    return textwrap.dedent(text).format(
+        name=name, signature=spec.signature, arguments=spec.arguments, library=spec.library
+    )
 
 
-def _target(directory: Path, code: str, files: dict[str, str] | None = None) -> Path:
-    target = build_target(directory)
-    (target / "objective.py").write_text(_objective_with(code))
-    for name, text in (files or {}).items():
-        (target / name).write_text(textwrap.dedent(text))
-    return target
+def _with(module: str, codes: dict[str, str]) -> str:
+    """solutions/``module``.py with each function of ``codes`` replaced by its code."""
+    source = (ROOT / "solutions" / f"{module}.py").read_text()
+    for name in codes:
+        source = replace_definition(source, name, f"def {name}(*a, **k): pass")
+    return source + "".join("\n" + textwrap.dedent(code) for code in codes.values())
 
 
-@pytest.mark.parametrize("route", sorted(ROUTES))
-def test_every_route_loses_every_point(tmp_path, route):
+def _grade(directory: Path, module: str, codes: dict[str, str], files: dict[str, str]) -> dict:
+    """The hidden and public checks of ``codes``'s functions, graded from a copy of
+    solutions/ with those functions replaced (and ``files`` added)."""
     import graders
 
-    code, files = ROUTES[route]
+    target = build_target(directory)
+    (target / f"{module}.py").write_text(_with(module, codes))
+    for file, text in files.items():
+        (target / file).write_text(textwrap.dedent(text))
     report = graders.grade(
-        _target(tmp_path, code, files),
-        lessons=["objective"],
+        target,
+        lessons=[module],
         hidden=True,
-        functions=["cross_entropy"],
-        json_path=tmp_path / "r.json",
+        functions=sorted(codes),
+        json_path=directory / "r.json",
     )
-    checks = report["lessons"][0]["checks"]
-    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
+    return report["lessons"][0]
+
+
+def _route(route: str, names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    if route == "unlisted-op":
+        return {name: UNLISTED[name] for name in names}, {}
+    code, files = ROUTES[route]
+    return (
+        {name: _fill(code, name) for name in names},
+        {_fill(f, name): _fill(t, name) for name in names for f, t in files.items()},
+    )
+
+
+# One grading per route and lesson: layer_norm and gelu take the route side by side.
+GROUPS = {"objective": ["cross_entropy"], "block": ["layer_norm", "gelu"]}
+
+
+@pytest.mark.parametrize("module", sorted(GROUPS))
+@pytest.mark.parametrize("route", sorted([*ROUTES, "unlisted-op"]))
+def test_every_route_loses_every_point(tmp_path, route, module):
+    names = GROUPS[module]
+    lesson = _grade(tmp_path, module, *_route(route, names))
+    checks = [c for c in lesson["checks"] if c["function"] in names]
+    assert {c["function"] for c in checks} == set(names), [c["id"] for c in lesson["checks"]]
+    assert not any(c["passed"] for c in checks), [c["id"] for c in checks if c["passed"]]
     assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
 
 
-# The watch alone: names built at run time, which no reading of the code can follow.
-BUILT = 'getattr(torch, "_" + "C")'
+# Correct by-hand versions that make tensors of Python data (constants, indices from ranges
+# and lists, filled tensors): the watch sees them made, and they keep every point.
+CORRECT = {
+    "objective": [
+        {
+            "cross_entropy": """
+            def cross_entropy(logits, targets, ignore_index=-100):
+                keep = targets != ignore_index
+                rows, kept = logits[keep], targets[keep]
+                peak = rows.max(dim=-1, keepdim=True).values
+                log_probs = rows - peak - (rows - peak).exp().sum(dim=-1, keepdim=True).log()
+                return -log_probs[range(len(kept)), kept].mean()
+            """
+        },
+        {
+            "cross_entropy": """
+            def cross_entropy(logits, targets, ignore_index=-100):
+                keep = targets != ignore_index
+                rows, kept = logits[keep], targets[keep]
+                peak = rows.max(dim=-1, keepdim=True).values
+                log_probs = rows - peak - (rows - peak).exp().sum(dim=-1, keepdim=True).log()
+                n = int(keep.sum())
+                rows_at = [i for i in range(n)]
+                total = torch.zeros_like(log_probs[:, 0]).sum() + torch.tensor(0.0)
+                total = total - log_probs[torch.arange(n), kept].sum()
+                return total / torch.full((), n, dtype=logits.dtype) + 0 * log_probs[
+                    rows_at, kept
+                ].sum()
+            """
+        },
+    ],
+    "block": [
+        {
+            "gelu": """
+            def gelu(x):
+                inner = torch.sqrt(torch.tensor(2.0 / torch.pi)) * (
+                    x + torch.tensor(0.044715) * torch.pow(x, 3)
+                )
+                return 0.5 * x * (1 + inner.tanh())
+            """,
+            "layer_norm": """
+            def layer_norm(x, weight, bias, eps=1e-5):
+                mean = x.mean(dim=-1, keepdim=True)
+                var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+                shift = torch.zeros_like(weight) if bias is None else bias
+                out = (x - mean) / torch.sqrt(var + torch.full((), eps, dtype=x.dtype))
+                return out * weight[list(range(x.shape[-1]))] + shift
+            """,
+        },
+        {
+            "gelu": """
+            def gelu(x):
+                c = x.new_tensor(2 / math.pi).sqrt()
+                return torch.full_like(x, 0.5) * x * (1 + torch.tanh(c * (x + 0.044715 * x**3)))
+            """,
+            "layer_norm": """
+            def layer_norm(x, weight, bias, eps=1e-5):
+                var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+                out = (x - mean) * torch.rsqrt(var + eps) * weight
+                return out if bias is None else out + bias
+            """,
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "index"),
+    [(m, i) for m, versions in sorted(CORRECT.items()) for i in range(len(versions))],
+)
+def test_a_correct_version_making_tensors_of_python_data_keeps_every_point(tmp_path, module, index):
+    codes = CORRECT[module][index]
+    lesson = _grade(tmp_path, module, codes, {})
+    checks = [c for c in lesson["checks"] if c["function"] in codes]
+    assert {c["function"] for c in checks} == set(codes)
+    assert all(c["passed"] for c in checks), [(c["id"], c["hint"]) for c in checks]
+
+
+# The watch alone: names built at run time, which no reading of the code can follow. Each
+# route for each function ({library} is the library call the rule forbids).
+C = 'getattr(torch, "_" + "C")'
 WATCHED = {
     "thread-started-in-the-call": """
         import threading
-        def cross_entropy(logits, targets, ignore_index=-100):
+        def {name}({signature}):
             box = []
-            work = lambda: box.append(torch.nn.functional.cross_entropy(logits, targets))
-            thread = threading.Thread(target=work)
+            thread = threading.Thread(target=lambda: box.append({library}))
             thread.start()
             thread.join()
             return box[0]
@@ -141,44 +315,124 @@ WATCHED = {
         _jobs, _done = queue.Queue(), queue.Queue()
         def _serve():
             while True:
-                logits, targets = _jobs.get()
-                _done.put(torch.nn.functional.cross_entropy(logits, targets))
+                _done.put(_jobs.get()())
         threading.Thread(target=_serve, daemon=True).start()
-        def cross_entropy(logits, targets, ignore_index=-100):
-            _jobs.put((logits, targets))
+        def {name}({signature}):
+            _jobs.put(lambda: {library})
             return _done.get()
         """,
     "dispatch-off-returned-as-is": f"""
-        def cross_entropy(logits, targets, ignore_index=-100):
-            with {BUILT}._DisableTorchDispatch():
-                return torch.nn.functional.cross_entropy(logits, targets)
+        def {{name}}({{signature}}):
+            with {C}._DisableTorchDispatch():
+                return {{library}}
         """,
     "dispatch-off-then-an-allowed-op": f"""
-        def cross_entropy(logits, targets, ignore_index=-100):
-            with {BUILT}._DisableTorchDispatch():
-                loss = torch.nn.functional.cross_entropy(logits, targets)
-            return loss * 1.0
+        def {{name}}({{signature}}):
+            with {C}._DisableTorchDispatch():
+                out = {{library}}
+            return out * 1.0
         """,
-    "dispatch-off-into-a-watched-buffer": f"""
-        def cross_entropy(logits, targets, ignore_index=-100):
-            keep = targets != ignore_index
-            rows = logits[keep]
-            norm = torch.zeros(rows.shape[0])
-            with {BUILT}._DisableTorchDispatch():
-                torch.logsumexp(rows, dim=-1, out=norm)
-            picked = rows.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
-            return (norm - picked).mean()
+    "modes-popped-for-a-while": """
+        def {name}({signature}):
+            modes = getattr(torch.utils, "_python_" + "dispatch")
+            with getattr(modes, "_disable_current_" + "modes")():
+                out = {library}
+            return out
+        """,
+    "dispatch-key-excluded": f"""
+        def {{name}}({{signature}}):
+            keys = {C}.DispatchKeySet({C}.DispatchKey.Python)
+            with {C}._ExcludeDispatchKeyGuard(keys):
+                out = {{library}}
+            return out * 1.0
+        """,
+    # Python data is no way round: the watch sees every tensor made into it, and every moment
+    # the student's code runs with the watch off.
+    "dispatch-off-into-python-data": f"""
+        def {{name}}({{signature}}):
+            with {C}._DisableTorchDispatch():
+                values = {{library}}.tolist()
+            return torch.tensor(values)
+        """,
+    "unseen-tensor-into-python-data": f"""
+        def {{name}}({{signature}}):
+            with {C}._DisableTorchDispatch():
+                out = {{library}}
+            return torch.tensor(out.tolist())
+        """,
+    "everything-off-in-one-line": f"""
+        def {{name}}({{signature}}):
+            with {C}._DisableTorchDispatch(), {C}.DisableTorchFunction(): v = {{library}}.tolist()
+            return torch.tensor(v)
+        """,
+    "unseen-tensor-lifted-by-hand": f"""
+        def {{name}}({{signature}}):
+            with {C}._DisableTorchDispatch():
+                out = {{library}}
+            return getattr(torch, "ops").aten.lift_fresh.default(out)
+        """,
+    "profile-hook-removed": f"""
+        import sys
+        def {{name}}({{signature}}):
+            hook = sys.getprofile()
+            sys.setprofile(None)
+            with {C}._DisableTorchDispatch(), {C}.DisableTorchFunction():
+                values = {{library}}.tolist()
+            sys.setprofile(hook)
+            return torch.tensor(values)
+        """,
+    "a-subclass-computes-inside-the-watch": f"""
+        class _Inside(torch.Tensor):
+            @classmethod
+            def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+                with {C}._DisableTorchDispatch():
+                    return _Inside._answer()
+        def {{name}}({{signature}}):
+            _Inside._answer = staticmethod(lambda: {{library}})
+            return torch.Tensor._make_subclass(_Inside, {{first}}) + 0
         """,
 }
+FIRST = {"cross_entropy": "logits", "layer_norm": "x", "gelu": "x"}
+DISPATCH_OFF_INTO_A_BUFFER = f"""
+    def cross_entropy(logits, targets, ignore_index=-100):
+        keep = targets != ignore_index
+        rows = logits[keep]
+        norm = torch.zeros(rows.shape[0])
+        with {C}._DisableTorchDispatch():
+            torch.logsumexp(rows, dim=-1, out=norm)
+        picked = rows.gather(-1, targets[keep].unsqueeze(-1)).squeeze(-1)
+        return (norm - picked).mean()
+    """
+
+
+def _watched_module(route: str, name: str) -> str:
+    spec = FUNCTIONS[name]
+    text = textwrap.dedent(WATCHED[route]).format(
+        name=name,
+        signature=spec.signature,
+        library=spec.library,
+        first=FIRST[name],
+    )
+    return "import torch\n" + text
 
 
 @pytest.fixture(scope="module")
 def watched_client(tmp_path_factory):
     directory = tmp_path_factory.mktemp("watched")
     target = build_target(directory)
-    for label, code in WATCHED.items():
-        module = label.replace("-", "_")
-        (target / f"{module}.py").write_text("import torch\n" + textwrap.dedent(code))
+    for route in WATCHED:
+        for name in FUNCTIONS:
+            module = f"{route}_{name}".replace("-", "_")
+            (target / f"{module}.py").write_text(_watched_module(route, name))
+    (target / "dispatch_off_into_a_buffer.py").write_text(
+        "import torch\n" + textwrap.dedent(DISPATCH_OFF_INTO_A_BUFFER)
+    )
+    for module, versions in CORRECT.items():
+        for number, codes in enumerate(versions):
+            (target / f"correct_{module}_{number}.py").write_text(
+                "import math\nimport torch\n"
+                + "".join(textwrap.dedent(code) for code in codes.values())
+            )
     client = WorkerClient(target)
     yield client
     client.close()
@@ -190,24 +444,78 @@ def test_the_lesson_process_has_its_seccomp_filter(watched_client):
     assert watched_client.limits()["seccomp"] is True
 
 
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
 @pytest.mark.parametrize("route", sorted(WATCHED))
-def test_the_watch_alone_refuses_the_route(watched_client, route):
+def test_the_watch_alone_refuses_the_route(watched_client, route, name):
     watched_client.fresh()
-    logits, targets = torch.randn(5, 7), torch.tensor([1, 0, 6, 2, 3])
-    with pytest.raises(StudentError):  # the import fails, or the call is refused
+    module = f"{route}_{name}".replace("-", "_")
+    with pytest.raises(StudentError) as refused:
         watched_client.call(
-            f"{route.replace('-', '_')}.cross_entropy",
-            [logits, targets],
+            f"{module}.{name}", _inputs(name), {}, 10, rule=FUNCTIONS[name].rule(name)
+        )
+    if not route.startswith("thread-"):  # a thread cannot even start (seccomp) where it runs
+        assert refused.value.type_name == "ForbiddenCall", refused.value.detail
+
+
+def test_the_watch_alone_refuses_a_library_op_into_a_watched_buffer(watched_client):
+    watched_client.fresh()
+    with pytest.raises(StudentError) as refused:
+        watched_client.call(
+            "dispatch_off_into_a_buffer.cross_entropy",
+            _inputs("cross_entropy"),
             {},
             10,
-            rule=RULE.as_request(),
+            rule=FUNCTIONS["cross_entropy"].rule("cross_entropy"),
         )
+    assert refused.value.type_name == "ForbiddenCall", refused.value.detail
 
 
-def test_the_watch_keeps_a_correct_by_hand_version(watched_client):
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_the_watch_keeps_a_correct_by_hand_version(watched_client, name):
     watched_client.fresh()
-    logits, targets = torch.randn(5, 7), torch.tensor([1, 0, 6, 2, 3])
+    module = FUNCTIONS[name].module
+    inputs = _inputs(name)
     value, _ = watched_client.call(
-        "objective.cross_entropy", [logits, targets], {}, 10, rule=RULE.as_request()
+        f"{module}.{name}", inputs, {}, 10, rule=FUNCTIONS[name].rule(name)
     )
-    assert torch.allclose(value, torch.nn.functional.cross_entropy(logits, targets))
+    assert torch.allclose(value, _expected(name, inputs), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("module", "number", "name"),
+    [
+        (module, number, name)
+        for module, versions in sorted(CORRECT.items())
+        for number, codes in enumerate(versions)
+        for name in codes
+    ],
+)
+def test_the_watch_sees_tensors_made_of_python_data(watched_client, module, number, name):
+    watched_client.fresh()
+    inputs = _inputs(name)
+    value, _ = watched_client.call(
+        f"correct_{module}_{number}.{name}", inputs, {}, 10, rule=FUNCTIONS[name].rule(name)
+    )
+    assert torch.allclose(value, _expected(name, inputs), atol=1e-6)
+
+
+def test_every_rule_names_its_own_lesson():
+    """The lesson number in a rule's message comes from the manifest ({lesson})."""
+    rules = [(lesson, rule) for lesson in MANIFEST.lessons for rule in lesson.rules]
+    assert {rule.function for _, rule in rules} == set(FUNCTIONS)
+    for lesson, rule in rules:
+        assert f"by hand (lesson {lesson.number})" in rule.message, rule.message
+        assert "{" not in rule.message, rule.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["sys.setprofile(None)", "sys._getframe(1).f_back", "gc.get_objects()", "sys.settrace(None)"],
+)
+def test_the_reading_refuses_what_reaches_the_watchs_own_state(line):
+    from graders.rules import breach
+
+    rule = MANIFEST.lesson("block").rule("gelu")
+    source = f"import gc, sys\ndef helper():\n    {line}\n"
+    why = breach({"block": "def gelu(x):\n    return x\n", "helpers": source}, "block", rule)
+    assert why is not None and "helpers.py" in why, why
