@@ -594,7 +594,7 @@ RIGHT: list[Variant] = [
         None,
         """
         def gelu(x):
-            inner = (2.0 / torch.pi) ** 0.5 * (x + 0.044715 * torch.pow(x, 3))
+            inner = torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))
             return 0.5 * x * (1 + inner.tanh())
         """,
     ),

@@ -44,7 +44,7 @@ WRONG: list[Variant] = [
         def cross_entropy(logits, targets, ignore_index=-100):
             peak = logits.max(dim=-1, keepdim=True).values
             log_probs = logits - peak - (logits - peak).exp().sum(dim=-1, keepdim=True).log()
-            return -log_probs[torch.arange(len(targets)), targets].mean()
+            return -log_probs[range(len(targets)), targets].mean()
     """,
     ),
     V(
