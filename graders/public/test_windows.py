@@ -85,8 +85,8 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
             "token_windows", ids=ids, context_length=context_length, stride=stride
         )
     except StudentError as error:
-        if isinstance(ids, list) and "list" in error.message:  # a list kept as it came
-            fail(f"{what} raised {error.type_name}: {error.message}", "list-kept")
+        # A len() too large is asked first: reading past the end of a list of ids raises
+        # "list index out of range", which is not a list kept as it came.
         if error.is_a("IndexError"):  # the items were read up to a len() too large?
             sized = student.scenario(
                 "token_windows", ids=ids, context_length=context_length, stride=stride, limit=0
@@ -98,6 +98,8 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
                     f"expected {expected['len']}",
                     "len-too-long",
                 )
+        if isinstance(ids, list) and "list" in error.message:  # a list kept as it came
+            fail(f"{what} raised {error.type_name}: {error.message}", "list-kept")
         raise
     if not as_bool(got.get("is_dataset") if isinstance(got, dict) else None, "is a Dataset"):
         fail(f"{what} is not a torch.utils.data.Dataset")
