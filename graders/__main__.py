@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from rich.console import Console
 
+    from .answers import seed_from_environment
     from .report import render_lesson, render_total
     from .runner import DEFAULT_REPORT, GradingError, grade
 
@@ -76,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     json_path = args.json if args.json is not None else DEFAULT_REPORT
     try:
+        input_seed = seed_from_environment()  # instructor autograde's secret, else public
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
         report = grade(
             args.target,
             lessons=args.lessons,
@@ -83,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             json_path=json_path,
             sandbox=args.sandbox,
             on_lesson=lambda lesson: render_lesson(console, lesson),
+            input_seed=input_seed,
         )
     except GradingError as error:
         console.file.flush()

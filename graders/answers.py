@@ -38,6 +38,16 @@ differ in their last bits between CPUs (it uses vectorised code where it can), a
 may change between torch versions. So every function that builds random inputs is decorated
 with :func:`recorded`: it is recorded like an answer, and in replay mode it returns the
 recorded inputs (computing them only when none were recorded).
+
+**Secret inputs** (:func:`secret_inputs`): the release holds every public check's inputs and
+answers, so a submission could look its answers up by the digest of what it is given. Where a
+grade is decided (instructor autograde, the Gradescope autograder) the checker therefore draws
+every input from a secret seed instead of the public one: :func:`drawn` mixes it into each
+input builder's own seed (graders/checking.py), and the answers are computed live. The seed
+comes from the environment variable ``COURSE_INPUT_SEED`` of the grading run
+(:func:`seed_from_environment`, which removes it before any worker starts); the student's own
+grading and the project's tests use :data:`PUBLIC_SEED`, with which every input is the
+release's.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,6 +67,8 @@ import torch
 FORMAT = 1
 HERE = Path(__file__).resolve().parent
 FILES = "answers_*.pt"  # in graders/public/: answers_<lesson>.pt
+PUBLIC_SEED = 0  # the inputs the release records and replays
+SEED_VARIABLE = "COURSE_INPUT_SEED"  # a grading run's secret seed (instructor autograde)
 _UNSET = object()
 _MISSING = object()
 
@@ -63,6 +76,7 @@ _oracles: Any = _UNSET  # graders.secret.oracles, or None where it is not instal
 _recording: dict[str, dict[str, Any]] | None = None  # lesson -> digest -> value
 _lesson: str | None = None  # the lesson of the check running now (set by graders.plugin)
 _replay: dict[str, Any] | None = None
+_input_seed = PUBLIC_SEED
 
 
 class AnswerMissing(RuntimeError):
@@ -178,6 +192,55 @@ def recorded(function: Callable[..., Any]) -> Callable[..., Any]:
     return build
 
 
+# -- the inputs' seed ---------------------------------------------------------------------------
+
+
+@contextmanager
+def secret_inputs(seed: int) -> Iterator[None]:
+    """Draw every check's inputs from ``seed`` while the block runs (``PUBLIC_SEED``: the
+    release's inputs). A secret seed needs the oracles (nothing recorded answers its inputs)
+    and is never recorded."""
+    global _input_seed
+    if seed != PUBLIC_SEED and not live():
+        raise RuntimeError(
+            "secret inputs need the oracles (graders/secret/), which this tree does not have"
+        )
+    if seed != PUBLIC_SEED and _recording is not None:
+        raise RuntimeError("answers are recorded with the public inputs only")
+    saved, _input_seed = _input_seed, int(seed)
+    try:
+        yield
+    finally:
+        _input_seed = saved
+
+
+def is_secret() -> bool:
+    """Whether the inputs are drawn from a secret seed now (not the release's)."""
+    return _input_seed != PUBLIC_SEED
+
+
+def drawn(seed: int) -> int:
+    """The seed an input builder starts its generator from: ``seed`` itself with the public
+    seed (the release's inputs), else a 63-bit mix of it with the secret seed, which nobody can
+    tell from the inputs it gives."""
+    if _input_seed == PUBLIC_SEED:
+        return seed
+    mixed = hashlib.sha256(b"course-inputs:%d:%d" % (_input_seed, seed)).digest()
+    return int.from_bytes(mixed[:8], "little") >> 1
+
+
+def seed_from_environment() -> int:
+    """The grading run's seed: ``COURSE_INPUT_SEED`` (removed from the environment, so no
+    process started later inherits it), else ``PUBLIC_SEED``."""
+    text = os.environ.pop(SEED_VARIABLE, "").strip()
+    if not text:
+        return PUBLIC_SEED
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{SEED_VARIABLE} must be an integer, not {text!r}") from None
+
+
 # -- recording ----------------------------------------------------------------------------------
 
 
@@ -191,6 +254,8 @@ def recording() -> Iterator[dict[str, dict[str, Any]]]:
         )
     if _recording is not None:
         raise RuntimeError("already recording")
+    if is_secret():
+        raise RuntimeError("answers are recorded with the public inputs only")
     _recording = {}
     try:
         yield _recording

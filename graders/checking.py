@@ -20,6 +20,7 @@ none themselves, so that the released ones hold no solution code.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any, NoReturn
@@ -28,7 +29,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from torch import Tensor
 
-from .answers import recorded, resolve
+from .answers import drawn, is_secret, recorded, resolve
 
 DETAIL_LIMIT = 300
 
@@ -69,17 +70,130 @@ hidden_settings = settings(
 )
 
 
+# -- inputs -------------------------------------------------------------------------------------
+# Every input a check builds comes from here, seeded by a number of the check's own: with the
+# public seed these are the release's inputs (recorded and replayed), with a grading run's
+# secret seed (instructor autograde) inputs the release never held (graders/answers.py).
+
+
+def generator(seed: int) -> torch.Generator:
+    """A generator of its own for a check's inputs (the secret seed mixed in where it is set)."""
+    return torch.Generator().manual_seed(drawn(seed))
+
+
 @recorded
 def randn(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """Standard normal numbers from their own seeded generator (inputs for checks; recorded,
     see graders/answers.py)."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+    return torch.randn(*shape, generator=generator(seed)).to(dtype)
 
 
 @recorded
 def randint(seed: int, low: int, high: int, *shape: int) -> Tensor:
     """Integers in [low, high) from their own seeded generator (inputs for checks; recorded)."""
-    return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed))
+    return torch.randint(low, high, shape, generator=generator(seed))
+
+
+def seed_for(seed: int) -> int:
+    """A seed handed to the student's function (a loader's, a sampler's): ``seed`` itself with
+    the public seed, else one drawn from the secret seed (below 2**31, as every library takes)."""
+    return drawn(seed) % 2**31 if is_secret() else seed
+
+
+def permutation(seed: int, n: int) -> Tensor:
+    """An order of ``n`` rows for a check: as they are with the public seed, else drawn."""
+    if not is_secret():
+        return torch.arange(n)
+    return torch.randperm(n, generator=generator(seed))
+
+
+def uniform(seed: int, value: float, low: float, high: float) -> float:
+    """A number for a check: ``value`` with the public seed, else one drawn in [low, high)."""
+    if not is_secret():
+        return value
+    fraction = torch.rand((), generator=generator(seed), dtype=torch.float64)
+    return low + (high - low) * float(fraction)
+
+
+def relabel(seed: int, values: Any, low: int, high: int, keep: tuple[int, ...] = ()) -> Any:
+    """Integers (a tensor or nested lists) for a check: ``values`` with the public seed, else
+    their distinct values (but ``keep``) mapped in order onto others drawn from [low, high):
+    which entries are equal, and which is greater, stays what the literal was written to show
+    (documents in order, a pad id, ignored targets), while the numbers are new."""
+    if not is_secret():
+        return values
+    flat = values.flatten().tolist() if isinstance(values, Tensor) else _flatten(values)
+    distinct = sorted(set(flat) - set(keep))
+    pool = torch.tensor([v for v in range(low, high) if v not in keep])
+    if len(pool) < len(distinct):
+        raise ValueError(f"relabel: [{low}, {high}) has no room for {len(distinct)} values")
+    order = torch.randperm(len(pool), generator=generator(seed))[: len(distinct)]
+    mapping = dict(zip(distinct, sorted(pool[order].tolist()), strict=True))
+    if isinstance(values, Tensor):
+        out = torch.tensor([mapping.get(v, v) for v in flat], dtype=values.dtype)
+        return out.reshape(values.shape)
+    return _mapped(values, mapping)
+
+
+def _flatten(values: Any) -> list[int]:
+    return [v for item in values for v in _flatten(item)] if isinstance(values, list) else [values]
+
+
+def _mapped(values: Any, mapping: dict[int, int]) -> Any:
+    if isinstance(values, list):
+        return [_mapped(item, mapping) for item in values]
+    return mapping.get(values, values)
+
+
+LOWER = "abcdefghijklmnopqrstuvwxyz"
+
+
+def letters(seed: int, text: Any) -> Any:
+    """A text (str or bytes) for a check: ``text`` with the public seed, else its ASCII letters
+    replaced in alphabetical order by others (an upper-case letter by its lower-case one's,
+    upper-cased): the pieces, the repeats, the ties and which pair is greater stay those the
+    literal was written for; everything but ASCII letters is kept."""
+    if not is_secret():
+        return text
+    as_bytes = isinstance(text, bytes)
+    chars = text.decode("latin-1") if as_bytes else text
+    used = sorted({c.lower() for c in chars if c.isascii() and c.isalpha()})
+    order = torch.randperm(len(LOWER), generator=generator(seed))[: len(used)]
+    new = sorted(LOWER[i] for i in order.tolist())
+    table = {ord(a): b for a, b in zip(used, new, strict=True)}
+    table |= {ord(a.upper()): b.upper() for a, b in zip(used, new, strict=True)}
+    out = chars.translate(table)
+    return out.encode("latin-1") if as_bytes else out
+
+
+def alphabet(seed: int) -> Callable[[Any], Any]:
+    """A translation of texts (str or bytes) for a check: none with the public seed, else the
+    ASCII letters swapped for others by one permutation of the alphabet, the same for every
+    text it is given (a piece and the merge ranks it is merged with)."""
+    if not is_secret():
+        return lambda text: text
+    order = torch.randperm(len(LOWER), generator=generator(seed)).tolist()
+    table = {ord(a): LOWER[i] for a, i in zip(LOWER, order, strict=True)}
+    table |= {ord(a.upper()): LOWER[i].upper() for a, i in zip(LOWER, order, strict=True)}
+
+    def swap(text: Any) -> Any:
+        if isinstance(text, bytes):
+            return text.decode("latin-1").translate(table).encode("latin-1")
+        return text.translate(table)
+
+    return swap
+
+
+def shuffle_words(seed: int, text: str) -> str:
+    """A text for a check: ``text`` with the public seed, else the same words (runs without
+    whitespace) in another order, each whitespace run kept where it was."""
+    if not is_secret():
+        return text
+    parts = re.split(r"(\s+)", text)
+    words = [p for p in parts if p and not p.isspace()]
+    order = torch.randperm(len(words), generator=generator(seed)).tolist()
+    shuffled = iter([words[i] for i in order])
+    return "".join(next(shuffled) if p and not p.isspace() else p for p in parts)
 
 
 def describe(value: Any) -> str:

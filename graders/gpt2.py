@@ -25,7 +25,7 @@ from gpt.vocab import (
 )
 
 from .answers import recorded
-from .checking import GraderUnavailable
+from .checking import GraderUnavailable, generator
 
 if TYPE_CHECKING:
     import tiktoken
@@ -77,7 +77,7 @@ def gpt2_state(
     masked_bias: bool = True,
 ) -> dict[str, Tensor]:
     """A Hugging Face GPT-2 state dict in miniature: Conv1D weights as [in, out], mask buffers."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
 
     def rand(*shape: int) -> Tensor:
         return torch.randn(*shape, generator=g)

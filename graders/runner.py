@@ -101,6 +101,7 @@ def grade(
     on_lesson: Callable[[dict], None] | None = None,
     manifest_path: Path | str | None = None,
     reveal_hidden: bool = False,
+    input_seed: int = 0,
 ) -> dict:
     """Grade the package in ``target`` (default exercises/) and return the report dict.
 
@@ -111,6 +112,9 @@ def grade(
     checks. ``timeout_scale`` multiplies every per-call timeout. ``on_lesson`` is called with a
     lesson's report entry as soon as its checks are done. ``reveal_hidden`` keeps the details
     of failed hidden checks in the report: for debugging the graders, never for students.
+    ``input_seed``: the seed every check's inputs are drawn from; 0, the public one, gives the
+    release's inputs, another (instructor autograde's secret) inputs no release holds
+    (graders/answers.py).
 
     Raises GradingError when grading cannot run; a low score is not an error.
     """
@@ -144,6 +148,11 @@ def grade(
     from .plugin import GradingPlugin
 
     answers.prepare()  # the oracles (or recorded answers) load before any student code runs
+    if input_seed != answers.PUBLIC_SEED and not answers.live():
+        raise GradingError(
+            f"{answers.SEED_VARIABLE} needs the instructor's tree (graders/secret/): "
+            "a release grades its recorded inputs only; unset it"
+        )
 
     report_path = Path(json_path) if json_path is not None else DEFAULT_REPORT
     report = Report(target_dir, hidden, selected, report_path, reveal_hidden=reveal_hidden)
@@ -177,7 +186,7 @@ def grade(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: extra threads only spin, on a busy machine badly
     try:
-        with _no_pytest_environment(), checker_memory():
+        with _no_pytest_environment(), checker_memory(), answers.secret_inputs(input_seed):
             code = pytest.main(args, plugins=[plugin])
     finally:
         torch.set_num_threads(threads)

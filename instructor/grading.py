@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import tempfile
 import time
@@ -53,6 +54,9 @@ def grade_files(
         command = harness_command(lesson, target, report_path, hidden=True, sandbox=sandbox)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH",)}
         env["PYTHONPATH"] = str(ROOT)
+        # Inputs no release holds, drawn from a secret of this submission's own (never passed
+        # to the sandbox): recorded answers earn nothing here (graders/answers.py).
+        env["COURSE_INPUT_SEED"] = str(secret_seed())
         for _attempt in range(ATTEMPTS):
             error, report = None, None
             try:
@@ -90,6 +94,11 @@ def grade_files(
         "seconds": round(time.monotonic() - started, 2),
         "log": output.decode("utf-8", "replace"),
     }
+
+
+def secret_seed() -> int:
+    """A seed for one grading run's inputs: secret, and never the public one (0)."""
+    return secrets.randbelow(2**63 - 1) + 1
 
 
 def graded_any(report: dict | None) -> bool:

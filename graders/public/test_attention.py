@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import as_tensor, diagnose, expect_close, fail, randn
+from graders.checking import as_tensor, diagnose, expect_close, fail, randn, relabel
 
 
 def check_mask(student, T: int) -> None:
@@ -26,12 +26,12 @@ def check_mask(student, T: int) -> None:
 @pytest.mark.check("causal-mask-values")
 @pytest.mark.parametrize("T", [5, 2, 1])  # the first failure is shown: T = 5 tells mistakes apart
 def test_causal_mask_values(student, T):
-    check_mask(student, T)
+    check_mask(student, T if T < 5 else relabel(40, T, 3, 17))
 
 
 @pytest.mark.check("causal-mask-bool")
 def test_causal_mask_bool(student):
-    check_mask(student, 4)
+    check_mask(student, relabel(41, 4, 3, 17))
 
 
 MISTAKES = ("no-scale", "scale-by-d", "softmax-dim")
@@ -80,6 +80,6 @@ def test_attention_large_scores(student):
 @pytest.mark.check("attention-broadcast-mask")
 def test_attention_broadcast_mask(student):
     q, k, v = randn(10, 2, 3, 5, 4), randn(11, 2, 3, 5, 4), randn(12, 2, 3, 5, 4)
-    docs = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 1, 2, 2]])
+    docs = relabel(42, torch.tensor([[0, 0, 1, 1, 1], [0, 1, 1, 2, 2]]), 0, 9)
     mask = (docs[:, :, None] == docs[:, None, :]) & torch.ones(5, 5, dtype=torch.bool).tril()
     check_attention(student, q, k, v, mask[:, None], "attention with a mask [2, 1, 5, 5]")

@@ -10,7 +10,16 @@ import torch
 from torch import Tensor
 
 from graders.answers import later, oracle
-from graders.checking import as_tensor, expect_close, fail, randint, randn, summarise_logits
+from graders.checking import (
+    as_tensor,
+    drawn,
+    expect_close,
+    fail,
+    randint,
+    randn,
+    relabel,
+    summarise_logits,
+)
 from graders.client import StudentError
 
 # -- inputs -------------------------------------------------------------------------------------
@@ -23,7 +32,8 @@ def patterned(seed: int, *shape: int, scale: float = 1.0) -> torch.Tensor:
     n = 1
     for size in shape:
         n *= size
-    codes = (torch.arange(n, dtype=torch.int64) * 2654435761 + seed * 7919) % 2003 - 1001
+    shift = drawn(seed) % 2003  # the seed itself, or one mixed with the secret seed
+    codes = (torch.arange(n, dtype=torch.int64) * 2654435761 + shift * 7919) % 2003 - 1001
     return (codes.to(torch.float32) / 1001 * scale).reshape(shape)
 
 
@@ -206,7 +216,7 @@ def test_gelu_matches_tanh(student):
 @pytest.mark.check("split-heads-contiguous")
 @pytest.mark.parametrize("n_head", [3, 4])
 def test_split_heads_contiguous(student, n_head):
-    x = torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12)
+    x = relabel(50, torch.arange(2 * 5 * 12, dtype=torch.float32).reshape(2, 5, 12), -999, 1000)
     check(
         student,
         "split_heads",
@@ -227,7 +237,9 @@ def test_split_heads_indivisible(student):
 
 @pytest.mark.check("merge-heads-inverse")
 def test_merge_heads_inverse(student):
-    y = torch.arange(2 * 3 * 5 * 4, dtype=torch.float32).reshape(2, 3, 5, 4)
+    y = relabel(
+        51, torch.arange(2 * 3 * 5 * 4, dtype=torch.float32).reshape(2, 3, 5, 4), -999, 1000
+    )
     check(
         student,
         "merge_heads",
@@ -380,7 +392,7 @@ def test_gpt_logits_untied(student):
 @pytest.mark.check("gpt-logits-gpt2-shaped")
 def test_gpt_logits_gpt2_shaped(student):
     params = gpt2_layout(26)
-    ids = torch.tensor([[464, 3862, 43662, 6051, 357, 1640, 50256, 0]])
+    ids = relabel(52, torch.tensor([[464, 3862, 43662, 6051, 357, 1640, 50256, 0]]), 0, 50257)
     what = "gpt_logits(ids [1, 8], GPT-2's vocabulary and positions, 12 blocks of 12 heads)"
     out = as_tensor(
         call(student, "gpt_logits", ids, params, 12, what=what, allowed=("untied-head",)), what

@@ -15,8 +15,10 @@ from graders.checking import (
     diagnose,
     expect_close,
     fail,
+    permutation,
     randint,
     randn,
+    uniform,
 )
 from graders.client import StudentError
 
@@ -236,7 +238,10 @@ def test_nearest_cosine(student):
             [0.5, 0.0, 0.4],
         ]
     )
-    check_nearest(student, table, 0, 3, "nearest(table [6, 3], index=0, k=3)")
+    order = permutation(14, 6)  # the rows in another order, each scaled: the same cosines
+    scales = torch.tensor([uniform(15 + i, 1.0, 0.5, 2.0) for i in range(6)])
+    table, index = table[order] * scales[:, None], int(order.argsort()[0])
+    check_nearest(student, table, index, 3, f"nearest(table [6, 3], index={index}, k=3)")
 
 
 @pytest.mark.check("nearest-pairs")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import as_pair, expect_close
+from graders.checking import as_pair, expect_close, relabel
 
 EOS = 0
 PACK_MISTAKES = (
@@ -35,14 +35,17 @@ DOCS = [[11, 12, 13], [21, 22], [31, 32, 33, 34, 35], [41]]
 @pytest.mark.check("pack-rows")
 def test_pack_rows(student):
     check_pack(student, [[1, 2], [3, 4, 5]], 3, "pack([[1, 2], [3, 4, 5]], 3, eos=0)", part=0)
-    check_pack(student, DOCS, 4, f"pack({DOCS}, 4, eos=0)", part=0)
+    docs = relabel(1, DOCS, 1, 50257)  # never the end-of-text id, 0
+    check_pack(student, docs, 4, f"pack({docs}, 4, eos=0)", part=0)
     # The last eos completes the last row: without it that row is dropped.
-    check_pack(student, [[1, 2], [3, 4]], 3, "pack([[1, 2], [3, 4]], 3, eos=0)", part=0)
+    short = relabel(11, [[1, 2], [3, 4]], 1, 50257)
+    check_pack(student, short, 3, f"pack({short}, 3, eos=0)", part=0)
 
 
 @pytest.mark.check("pack-doc-ids")
 def test_pack_doc_ids(student):
-    check_pack(student, DOCS, 5, f"pack({DOCS}, 5, eos=0)", part=1)
+    docs = relabel(2, DOCS, 1, 50257)
+    check_pack(student, docs, 5, f"pack({docs}, 5, eos=0)", part=1)
 
 
 def check_mask(student, doc_ids, what):
@@ -60,13 +63,13 @@ def check_mask(student, doc_ids, what):
 @pytest.mark.check("document-mask-example")
 def test_document_mask_example(student):
     check_mask(student, torch.tensor([[0, 0, 1]]), "document_mask([[0, 0, 1]])")
-    doc_ids = torch.tensor([[4, 4, 4, 5, 5, 6, 6, 6]])
+    doc_ids = relabel(3, torch.tensor([[4, 4, 4, 5, 5, 6, 6, 6]]), 0, 1000)  # in order still
     check_mask(student, doc_ids, f"document_mask({doc_ids.tolist()})")
 
 
 @pytest.mark.check("document-mask-batch")
 def test_document_mask_batch(student):
-    doc_ids = torch.tensor([[0, 0, 1, 1, 1], [1, 2, 2, 2, 3], [3, 3, 3, 3, 3]])
+    doc_ids = relabel(4, torch.tensor([[0, 0, 1, 1, 1], [1, 2, 2, 2, 3], [3, 3, 3, 3, 3]]), 0, 1000)
     check_mask(student, doc_ids, "document_mask(doc_ids [3, 5])")
 
 
@@ -85,15 +88,14 @@ def check_positions(student, doc_ids, what):
 @pytest.mark.check("position-ids-example")
 def test_position_ids_example(student):
     check_positions(student, torch.tensor([[3, 3, 4, 4, 4]]), "position_ids([[3, 3, 4, 4, 4]])")
-    check_positions(
-        student, torch.tensor([[0, 1, 1, 2, 2, 2, 3]]), "position_ids([[0, 1, 1, 2, 2, 2, 3]])"
-    )
+    doc_ids = relabel(5, torch.tensor([[0, 1, 1, 2, 2, 2, 3]]), 0, 1000)
+    check_positions(student, doc_ids, f"position_ids({doc_ids.tolist()})")
 
 
 @pytest.mark.check("position-ids-batch")
 def test_position_ids_batch(student):
     # Row 1 continues document 1 from row 0: its positions still start at 0.
-    doc_ids = torch.tensor([[0, 0, 0, 1, 1], [1, 1, 2, 2, 2], [2, 3, 3, 3, 3]])
+    doc_ids = relabel(6, torch.tensor([[0, 0, 0, 1, 1], [1, 1, 2, 2, 2], [2, 3, 3, 3, 3]]), 0, 1000)
     check_positions(student, doc_ids, "position_ids(doc_ids [3, 5])")
 
 
@@ -120,12 +122,9 @@ def check_targets(student, input_ids, doc_ids, what, ignore_index=None):
 
 @pytest.mark.check("packed-targets-example")
 def test_packed_targets_example(student):
-    check_targets(
-        student,
-        torch.tensor([[7, 8, 0, 9]]),
-        torch.tensor([[0, 0, 0, 1]]),
-        "packed_targets([[7, 8, 0, 9]], [[0, 0, 0, 1]])",
-    )
+    ids = relabel(7, torch.tensor([[7, 8, 0, 9]]), 0, 50257, keep=(EOS,))
+    docs = relabel(8, torch.tensor([[0, 0, 0, 1]]), 0, 1000)
+    check_targets(student, ids, docs, f"packed_targets({ids.tolist()}, {docs.tolist()})")
     ids, docs = oracle.pack(DOCS, 5, EOS)
     check_targets(student, ids, docs, f"packed_targets of pack({DOCS}, 5)")
     check_targets(
@@ -140,8 +139,8 @@ def test_packed_targets_example(student):
 def test_packed_targets_ignore_index(student):
     check_targets(
         student,
-        torch.tensor([[5, 6, 0, 7, 0]]),
-        torch.tensor([[0, 0, 0, 1, 1]]),
+        relabel(9, torch.tensor([[5, 6, 0, 7, 0]]), 0, 50257, keep=(EOS,)),
+        relabel(10, torch.tensor([[0, 0, 0, 1, 1]]), 0, 1000),
         "packed_targets(..., ignore_index=-1)",
         ignore_index=-1,
     )

@@ -25,7 +25,9 @@ from graders.checking import (
     diagnose,
     difference,
     fail,
+    generator,
     same,
+    seed_for,
 )
 from graders.client import StudentError
 
@@ -122,7 +124,7 @@ def test_lr_validates(student, warmup, max_steps):
 @recorded
 def adamw_case(seed: int, shapes: list, steps: int, grad_scale: float = 1.0) -> dict:
     """Parameters of ``shapes`` and ``steps`` lists of gradients, from one seed."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     params = [torch.randn(*shape, generator=g) for shape in shapes]
     grads = [
         [torch.randn(*shape, generator=g) * grad_scale for shape in shapes] for _ in range(steps)
@@ -269,7 +271,7 @@ TOY = {"vocab": 11, "dim": 8, "context_length": 16}
 
 @recorded
 def batch(seed: int, B: int = 2, T: int = 5, vocab: int = 11, ignore: float = 0.0):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     x = torch.randint(0, vocab, (B, T), generator=g)
     y = torch.randint(0, vocab, (B, T), generator=g)
     y[torch.rand(B, T, generator=g) < ignore] = -100
@@ -290,7 +292,7 @@ def step_config(
     T: int = 5,
 ) -> dict:
     return {
-        "model": TOY | {"seed": seed},
+        "model": TOY | {"seed": seed_for(seed)},
         "optimizer": {"kind": optimizer, "lr": lr},
         "steps": [
             {
@@ -471,7 +473,7 @@ def eval_config(seed: int, n: int, *, start_training: bool = True, one_shot: boo
     for x, y in batches:
         y[0, 0] = int(x[0, 0])  # at least one target counts
     return {
-        "model": TOY | {"seed": seed},
+        "model": TOY | {"seed": seed_for(seed)},
         "batches": batches,
         "start_training": start_training,
         "one_shot": one_shot,
@@ -565,11 +567,11 @@ def fit_config(
     train: dict[str, Any]
     if loader:
         xs, ys = zip(*(batch(seed * 50 + i, B=1) for i in range(n_batches * 2)), strict=True)
-        train = {"tensors": (torch.cat(xs), torch.cat(ys)), "batch_size": 2, "seed": seed}
+        train = {"tensors": (torch.cat(xs), torch.cat(ys)), "batch_size": 2, "seed": seed_for(seed)}
     else:
         train = {"batches": [batch(seed * 50 + i) for i in range(n_batches)]}
     return {
-        "model": TOY | {"seed": seed},
+        "model": TOY | {"seed": seed_for(seed)},
         "optimizer": {"kind": optimizer, "lr": 0.5},
         "train": train,
         "steps": steps,

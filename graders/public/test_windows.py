@@ -16,7 +16,9 @@ from graders.checking import (
     diagnose,
     expect_equal,
     fail,
+    relabel,
     same,
+    seed_for,
 )
 from graders.client import StudentError
 
@@ -45,12 +47,15 @@ def check_shift(student, ids: torch.Tensor, what: str) -> None:
 @pytest.mark.check("shift-pairs")
 def test_shift_pairs(student):
     check_shift(student, torch.tensor([5, 6, 7, 8]), "shift(tensor([5, 6, 7, 8]))")
-    check_shift(student, torch.arange(12).reshape(3, 4) * 7 % 11, "shift(ids [3, 4])")
+    ids = relabel(31, torch.arange(12).reshape(3, 4) * 7 % 11, 0, 50257)
+    check_shift(student, ids, "shift(ids [3, 4])")
 
 
 @pytest.mark.check("shift-any-shape")
 def test_shift_any_shape(student):
-    check_shift(student, torch.arange(24).reshape(2, 3, 4), "shift(ids [2, 3, 4])")
+    check_shift(
+        student, relabel(32, torch.arange(24).reshape(2, 3, 4), 0, 50257), "shift(ids [2, 3, 4])"
+    )
     check_shift(student, torch.tensor([1, 2]), "shift(tensor([1, 2]))")
 
 
@@ -68,13 +73,17 @@ def check_starts(student, n: int, c: int, s: int) -> None:
 @pytest.mark.check("window-starts-examples")
 @pytest.mark.parametrize("args", [(16, 4, 4), (16, 4, 2), (9, 4, 4), (20, 5, 3), (10, 3, 5)])
 def test_window_starts_examples(student, args):
-    check_starts(student, *args)
+    n, c, s = args
+    check_starts(student, n, c, s)
+    check_starts(student, relabel(33, n, c + 1, 64), c, s)  # one like it that no release holds
 
 
 @pytest.mark.check("window-starts-short")
 @pytest.mark.parametrize("args", [(4, 4, 1), (3, 8, 2), (0, 2, 1)])
 def test_window_starts_short(student, args):
-    check_starts(student, *args)
+    n, c, s = args
+    check_starts(student, n, c, s)
+    check_starts(student, relabel(34, n, 0, c + 1), relabel(35, c, c, 40), s)  # as short
 
 
 def check_windows(student, ids, context_length: int, stride: int, what: str) -> None:
@@ -133,13 +142,15 @@ def check_windows(student, ids, context_length: int, stride: int, what: str) -> 
 
 @pytest.mark.check("token-windows-items")
 def test_token_windows_items(student):
-    check_windows(student, torch.arange(100, 120), 4, 3, "TokenWindows(arange(100, 120), 4, 3)")
+    ids = relabel(36, torch.arange(100, 120), 0, 50257)  # increasing, as arange(100, 120)
+    check_windows(student, ids, 4, 3, "TokenWindows(arange(100, 120), 4, 3)")
 
 
 @pytest.mark.check("token-windows-len")
 @pytest.mark.parametrize("args", [(10, 4, 4), (16, 4, 2), (5, 5, 1)])
 def test_token_windows_len(student, args):
     n, c, s = args
+    n = relabel(37, n, c + 1, 64) if n > c else n  # as long, or as short, as the case
     what = f"TokenWindows(arange({n}), {c}, {s})"
     expected = oracle.token_windows(torch.arange(n), c, s)
     got = student.scenario(
@@ -154,7 +165,7 @@ def test_token_windows_len(student, args):
 
 @pytest.mark.check("token-windows-list-ids")
 def test_token_windows_list_ids(student):
-    ids = [7, 3, 9, 1, 4, 4, 8, 2, 6]
+    ids = relabel(38, [7, 3, 9, 1, 4, 4, 8, 2, 6], 0, 50257)
     check_windows(student, ids, 3, 2, f"TokenWindows({ids}, 3, 2)")
 
 
@@ -198,8 +209,15 @@ def check_loader(student, what: str, mistakes: dict | None = None, **config) -> 
 
 @pytest.mark.check("make-loader-generator")
 def test_make_loader_generator(student):
-    what = "make_loader(arange(40), 2, 4, 4, shuffle=False, seed=77)"
-    config = dict(ids=torch.arange(40), batch_size=2, context_length=4, stride=4, seed=77)
+    wanted = seed_for(77)
+    what = f"make_loader(arange(40), 2, 4, 4, shuffle=False, seed={wanted})"
+    config = dict(
+        ids=relabel(39, torch.arange(40), 0, 50257),
+        batch_size=2,
+        context_length=4,
+        stride=4,
+        seed=wanted,
+    )
     got = student.scenario("make_loader", **config, shuffle=False)
     if not as_bool(got.get("is_loader") if isinstance(got, dict) else None, "is a DataLoader"):
         fail(f"{what} did not return a torch.utils.data.DataLoader")
@@ -210,11 +228,11 @@ def test_make_loader_generator(student):
         never = isinstance(shuffled, dict) and shuffled.get("generator_seed") is None
         fail(
             f"{what}: the DataLoader has no generator, so iterating it drew from the global "
-            "random state; expected a generator seeded with 77",
+            f"random state; expected a generator seeded with {wanted}",
             "global-seed" if never else "generator-only-when-shuffling",
         )
-    if seed != 77 or drawn:
-        fail(f"{what}: the DataLoader's generator has seed {seed!r}, expected 77")
+    if seed != wanted or drawn:
+        fail(f"{what}: the DataLoader's generator has seed {seed!r}, expected {wanted}")
 
 
 def _first_difference(batches: list, want: list) -> str:
@@ -242,7 +260,7 @@ def _windows(batches: list) -> list[list[int]]:
 
 @pytest.mark.check("make-loader-batches")
 def test_make_loader_batches(student):
-    ids = torch.arange(50, 80)
+    ids = relabel(40, torch.arange(50, 80), 0, 50257)  # increasing, as arange(50, 80)
     check_loader(
         student,
         "make_loader(arange(50, 80), 3, 4, 2, shuffle=False, drop_last=False)",
@@ -268,14 +286,14 @@ def test_make_loader_batches(student):
 
 @pytest.mark.check("make-loader-seeded")
 def test_make_loader_seeded(student):
-    ids = torch.arange(200, 260)
+    ids, seed = relabel(41, torch.arange(200, 260), 0, 50257), seed_for(1234)
     check_loader(
         student,
-        "make_loader(arange(200, 260), 2, 4, 3, seed=1234)",
+        f"make_loader(arange(200, 260), 2, 4, 3, seed={seed})",
         ids=ids,
         batch_size=2,
         context_length=4,
         stride=3,
-        seed=1234,
+        seed=seed,
         mistakes={"not-shuffled": {"shuffle": False}},
     )
