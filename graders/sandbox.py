@@ -112,6 +112,11 @@ def _sandbox_command(
       number, so no two sandboxes share a process count), with no supplementary groups, no
       capabilities (effective, permitted, inheritable, ambient, bounding) and no_new_privs. As an
       ordinary user, bwrap runs in a new user namespace as that user with no capabilities.
+    * Memory of the whole sandbox, where the machine allows it (:func:`memory_cgroup_available`:
+      cgroup v2 with its memory controller, and ``systemd-run --scope``, ``--user`` unless
+      root): bwrap starts in a transient scope of ``MemoryMax`` = one process's address space
+      plus the scratch /tmp (4.25 GiB by default) and no swap, so all its processes and their
+      /tmp together stay under it (the kernel's OOM killer acts inside the scope only).
     * Limits (``prlimit``, hard, per process; SandboxLimits): address space 4 GiB (or the
       worker's --memory if larger), CPU time 3600 s, 64 processes and threads for the sandbox's
       user, 64 MiB per file written, 256 open files, no core dumps, no POSIX message queues. The
@@ -120,9 +125,10 @@ def _sandbox_command(
       by the file-size limit and the 256 MiB of /tmp.
 
     Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
-    a kernel exploit would escape; memory is capped per process by address space, not by a
-    cgroup (64 processes x 4 GiB is the theoretical bound; the per-call timeout is the practical
-    one) and the tmpfs counts against the host's memory; CPU time is capped per process, wall
+    a kernel exploit would escape; where no cgroup can be had (cgroup v1, no systemd, no user
+    session), memory is capped per process by address space only (64 processes x 4 GiB is the
+    theoretical bound; the per-call timeout is the practical one) and the tmpfs counts against
+    the host's memory; CPU time is capped per process, wall
     time by the checker's per-call timeout; disk I/O and CPU share are not throttled; the student
     can read the Python installation and site-packages (public software) and their own files; the
     worker's own environment (a small one, from graders.client) is passed through, with PATH,
@@ -194,7 +200,66 @@ def _sandbox_command(
         provided = os.path.realpath(command[at])
         command[at] = f"{PROVIDED_HOME}/{os.path.basename(provided)}"
         mounts += ["--perms", "0755", "--dir", PROVIDED_HOME, "--ro-bind", provided, command[at]]
-    return [*prefix, *mounts, "--", *drop, tools["prlimit"], *rlimits, "--", *command]
+    # The whole sandbox (every process, and the /tmp it writes) in one cgroup where the machine
+    # has one: together no more than one process's address space plus the scratch /tmp.
+    cap = _memory_cap(max(limits.address_space, memory or 0) + limits.scratch, root)
+    return [*cap, *prefix, *mounts, "--", *drop, tools["prlimit"], *rlimits, "--", *command]
+
+
+_cgroup_probe: dict[bool, bool] = {}
+
+
+def memory_cgroup_available(root: bool | None = None) -> bool:
+    """Whether a cgroup can cap the whole sandbox's memory here: the unified (v2) hierarchy
+    with its memory controller, and a systemd that makes a scope with ``MemoryMax`` for this
+    user (``systemd-run --user`` needs a user session with the memory controller delegated,
+    as systemd gives every user session by default). Probed once per process."""
+    root = os.geteuid() == 0 if root is None else root
+    if root not in _cgroup_probe:
+        _cgroup_probe[root] = _probe_cgroup(root)
+    return _cgroup_probe[root]
+
+
+def _probe_cgroup(root: bool) -> bool:
+    try:
+        controllers = Path("/sys/fs/cgroup/cgroup.controllers").read_text().split()
+    except OSError:  # cgroup v1, or a hybrid layout whose memory controller is v1's
+        return False
+    run = shutil.which("systemd-run", path="/usr/bin:/bin")
+    if "memory" not in controllers or not run:
+        return False
+    probe = [*_scope(run, 64 << 20, root), "/bin/true"]
+    try:
+        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _scope(run: str, limit: int, root: bool) -> list[str]:
+    user = [] if root else ["--user"]
+    return [
+        run,
+        *user,
+        "--scope",
+        "--quiet",
+        "--collect",
+        "-p",
+        f"MemoryMax={limit}",
+        "-p",
+        "MemorySwapMax=0",
+        "--",
+    ]
+
+
+def _memory_cap(limit: int, root: bool) -> list[str]:
+    """The command prefix that puts the sandbox in a transient cgroup of ``limit`` bytes (its
+    processes and their /tmp together; the kernel kills inside it beyond that), or nothing
+    where the machine cannot (README: then the per-process limits bound it)."""
+    if not memory_cgroup_available(root):
+        return []
+    run = shutil.which("systemd-run", path="/usr/bin:/bin")
+    return _scope(run, limit, root) if run else []
 
 
 def _option(command: list[str], name: str) -> int | None:
