@@ -97,9 +97,8 @@ def test_ce_custom_ignore_index(student):
 def test_ce_large_logits(student):
     logits = 1e4 * randn(4, 5, 8)
     logits[0, 2] = 1e4
-    targets = relabel(
-        10, torch.tensor([2, 7, 0, 3, 5]), 0, 8
-    )  # none ignored: this check is about stability only
+    # None ignored: this check is about stability only.
+    targets = relabel(10, torch.tensor([2, 7, 0, 3, 5]), 0, 8)
     check_ce(student, logits, targets, "cross_entropy(logits around 1e4)", rtol=1e-5, atol=1e-2)
 
 

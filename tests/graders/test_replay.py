@@ -7,7 +7,7 @@ each function looks the digest of the inputs it is given up in those files and r
 recorded answer. On the release's own inputs (the public seed) it scores, which shows that
 the test can fail; on the inputs of a grading run's secret seed, as instructor autograde
 grades (graders/answers.py, instructor/grading.py), it earns 0, public and hidden checks
-alike, while solutions/ keeps every point and the stubs earn none.
+alike, while solutions/ keeps every point.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pytest
 import graders
 from core.manifest import load_manifest
 from graders import answers
+from graders.runner import GradingError
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,18 +143,18 @@ def test_replayed_answers_earn_nothing_at_autograde(replaying, tmp_path):
     assert earned(points) == 0, points
 
 
-def test_secret_inputs_keep_every_verdict(tmp_path):
-    """Drawn inputs still judge: full marks on solutions/, none on the stubs."""
+def test_secret_inputs_keep_full_marks_for_the_solutions(tmp_path):
+    """Drawn inputs still judge: every check of solutions/ passes on them (the stubs raise
+    whatever their inputs)."""
     full = {lesson.slug: sum(c.points for c in lesson.checks) for lesson in MANIFEST.lessons}
     assert grade(ROOT / "solutions", tmp_path, hidden=True, seed=SECRET) == full
-    assert earned(grade(ROOT / "exercises", tmp_path, hidden=True, seed=SECRET)) == 0
 
 
 def test_a_release_refuses_a_secret_seed(monkeypatch, tmp_path):
     """Without the oracles (the release), nothing could answer drawn inputs: grading says so
     in one line instead of failing every check."""
     monkeypatch.setattr(answers, "_oracles", None)
-    with pytest.raises(graders.runner.GradingError, match="COURSE_INPUT_SEED"):
+    with pytest.raises(GradingError, match="COURSE_INPUT_SEED"):
         graders.grade(
             ROOT / "solutions", lessons=["attention"], json_path=tmp_path / "r.json", input_seed=7
         )
@@ -168,3 +169,20 @@ def test_the_public_seed_gives_the_release_inputs_and_a_secret_one_others():
         assert answers.drawn(3) not in (3, answers.drawn(4))
     assert not bool((public == drawn).all())
     assert bool((randn(3, 4) == public).all())
+
+
+def test_autograde_hands_each_submission_a_secret_seed(monkeypatch):
+    """instructor autograde's grading run (instructor/grading.py) gets a seed of its own in the
+    checker's environment, a new one every time, never the public one."""
+    from instructor import grading
+
+    seen: list[str] = []
+
+    def run(command, *, env, **options):
+        seen.append(env["COURSE_INPUT_SEED"])
+        raise subprocess.TimeoutExpired(command, 0)  # no grading: the seed is what is looked at
+
+    monkeypatch.setattr(grading.subprocess, "run", run)
+    for _ in range(2):
+        grading.grade_files("attention", {"attention.py": b""}, sandbox=False)
+    assert len(set(seen)) == 2 and str(answers.PUBLIC_SEED) not in seen, seen
