@@ -132,10 +132,13 @@ def replaying(released_course, tmp_path_factory) -> Path:
 
 
 def test_replayed_answers_score_on_the_release_inputs(replaying, tmp_path):
-    """The planted submission works: on the inputs the release recorded, it earns points in
-    every lesson (else the test below proves nothing)."""
+    """The planted submission works: on the inputs the release recorded, it earns a third of
+    the public points or more, in most lessons (else the test below proves nothing; checks
+    that run a scenario, such as every training check, are never served by a look-up)."""
     points = grade(replaying, tmp_path, hidden=False, seed=answers.PUBLIC_SEED)
-    assert all(points[slug] > 0 for slug in points), points
+    public = sum(c.points for lesson in MANIFEST.lessons for c in lesson.checks if not c.hidden)
+    assert earned(points) >= public / 3, points
+    assert sum(1 for slug in points if points[slug]) >= 7, points
 
 
 def test_replayed_answers_earn_nothing_at_autograde(replaying, tmp_path):
