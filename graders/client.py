@@ -484,17 +484,22 @@ class WorkerClient:
         """One request; harness failures raise CheckFailed, the student's errors StudentError.
 
         While it runs, the proxies of ``function``'s dependencies may ask questions; they are
-        answered here, within the same time limit."""
+        answered here, on a clock of their own (the function's limit does not run meanwhile)."""
         proc = self._ready()
         proc.lesson_used = True
-        deadline = time.monotonic() + timeout
         if self._answers is not None:
             self._answers.allow(function)
+        # Two clocks: the function's own time, and the checker's time answering its questions,
+        # each up to ``timeout``. The checker's part never counts against the function, so a
+        # slow or busy checker cannot make a correct function miss its limit.
+        started, answering = time.monotonic(), 0.0
         try:
             answer = proc.exchange(protocol.encode(message), timeout, what=what)
             while isinstance(answer, dict) and "ask" in answer:
-                reply = self._reply(answer, deadline)
-                remaining = max(deadline - time.monotonic(), 0.001)
+                asked = time.monotonic()
+                reply = self._reply(answer, asked + max(timeout - answering, 0.001))
+                answering += time.monotonic() - asked
+                remaining = max(started + answering + timeout - time.monotonic(), 0.001)
                 answer = proc.exchange(protocol.encode(reply), remaining, what=what)
         finally:
             if self._answers is not None:

@@ -111,7 +111,7 @@ def released_course(tmp_path_factory) -> Path:
                 cwd=ROOT,
                 capture_output=True,
                 text=True,
-                timeout=900,
+                timeout=1800,
             )
             assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
             done.touch()

@@ -196,7 +196,7 @@ HOSTILE_TOKENS = {
 
 
 def test_every_hostile_shape_fails_in_seconds_and_the_rest_of_the_lesson_is_graded(tmp_path):
-    from grader_variants import Variant, build_target
+    from variants import Variant, build_target
 
     import graders
 

@@ -8,7 +8,7 @@ and the checker compares that answer with the first.
 from __future__ import annotations
 
 import pytest
-from grader_variants import Variant, build_target
+from variants import Variant, build_target
 
 from graders.hints import IN_PLACE
 

@@ -68,7 +68,7 @@ def build(out: Path, *, instructor: bool) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
     )
 
 
