@@ -655,7 +655,8 @@ def unpack(packed: Any, what: str) -> Any:
     """A packed value (see graders/worker.py) as plain data, or CheckFailed."""
     if not isinstance(packed, dict):
         raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
-    kind = packed.get("type") if isinstance(packed.get("type"), str) else "?"
+    given = packed.get("type")
+    kind = given if isinstance(given, str) else "?"
     payload = packed.get("payload")
     if not isinstance(payload, bytes):
         raise _failed(

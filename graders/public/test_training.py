@@ -635,8 +635,8 @@ def check_fit(
     expected = oracle.fit(config)
     runs = {key: later.fit(config, mistake=key) for key in mistakes if key != "no-cycle"}
     got = run_fit(student, config, what)
-    tolerance = {"rtol": 1e-4, "atol": 1e-6} if part == "params" else {"rtol": 1e-5, "atol": 1e-7}
-    if same(got[part], expected[part], **tolerance):
+    rtol, atol = (1e-4, 1e-6) if part == "params" else (1e-5, 1e-7)
+    if same(got[part], expected[part], rtol=rtol, atol=atol):
         return
     answers = {key: run.then(lambda r: r[part]) for key, run in runs.items()}
     if part == "history":
@@ -649,7 +649,7 @@ def check_fit(
     else:
         detail = f"{what}: the parameters after training are not the expected ones"
         detail += _params_gap([got["params"]], [expected["params"]])
-    diagnose(got[part], answers, detail=detail, **tolerance)
+    diagnose(got[part], answers, detail=detail, rtol=rtol, atol=atol)
 
 
 def _history_gap(got: list[dict], expected: list[dict]) -> str:

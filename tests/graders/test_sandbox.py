@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from by_hand_bindings import BINDINGS, objective_with
-from variants import build_target
 from system_packages import require
+from variants import build_target
 
 from graders.client import WorkerClient
 

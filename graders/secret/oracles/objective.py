@@ -37,6 +37,7 @@ def cross_entropy_grad(logits: Tensor, targets: Tensor, ignore_index: int = -100
     """The gradient of the mean loss with respect to the logits."""
     leaf = logits.clone().requires_grad_(True)
     F.cross_entropy(leaf, targets, ignore_index=ignore_index).backward()
+    assert leaf.grad is not None
     return leaf.grad
 
 
