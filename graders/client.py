@@ -260,11 +260,15 @@ class _Process:
         self.tail += chunk
         del self.tail[:-TAIL]
 
-    def exchange(self, payload: bytes, timeout: float, *, what: str) -> Any:
+    def exchange(
+        self, payload: bytes, timeout: float, *, what: str, limit: float | None = None
+    ) -> Any:
         """Send one frame (if any), read one answer frame, within ``timeout`` seconds.
 
-        Any failure kills the process and raises CheckFailed with the harness's hint.
+        Any failure kills the process and raises CheckFailed with the harness's hint, which
+        names ``limit`` (the check's own limit, where ``timeout`` is what was left of it).
         """
+        limit = timeout if limit is None else limit
         channel = self.channel
         if payload:
             self.pending += protocol.FRAME.pack(len(payload)) + payload
@@ -279,8 +283,8 @@ class _Process:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._fail(
-                        f"{what} did not finish within {timeout:g} s",
-                        TIMED_OUT.format(seconds=timeout),
+                        f"{what} did not finish within {limit:g} s",
+                        TIMED_OUT.format(seconds=limit),
                     )
                 for key, mask in selector.select(min(remaining, 0.5)):
                     if key.data == "output":
@@ -479,7 +483,13 @@ class WorkerClient:
     # -- requests ------------------------------------------------------------------------------
 
     def request(
-        self, message: dict, timeout: float, *, what: str, function: str | None = None
+        self,
+        message: dict,
+        timeout: float,
+        *,
+        what: str,
+        function: str | None = None,
+        limit: float | None = None,
     ) -> dict:
         """One request; harness failures raise CheckFailed, the student's errors StudentError.
 
@@ -494,13 +504,14 @@ class WorkerClient:
         # slow or busy checker cannot make a correct function miss its limit.
         started, answering = time.monotonic(), 0.0
         try:
-            answer = proc.exchange(protocol.encode(message), timeout, what=what)
+            limit = timeout if limit is None else limit
+            answer = proc.exchange(protocol.encode(message), timeout, what=what, limit=limit)
             while isinstance(answer, dict) and "ask" in answer:
                 asked = time.monotonic()
                 reply = self._reply(answer, asked + max(timeout - answering, 0.001))
                 answering += time.monotonic() - asked
                 remaining = max(started + answering + timeout - time.monotonic(), 0.001)
-                answer = proc.exchange(protocol.encode(reply), remaining, what=what)
+                answer = proc.exchange(protocol.encode(reply), remaining, what=what, limit=limit)
         finally:
             if self._answers is not None:
                 self._answers.allow(None)
@@ -572,6 +583,7 @@ class WorkerClient:
             2 * timeout,  # the function runs twice
             what=_name(function),
             function=function,
+            limit=timeout,
         )
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))

@@ -47,6 +47,17 @@ SKIPPED = {
     "on a file outside the repository",
     "python bench/grading_latency.py": "a benchmark: minutes",
     "python bench/autograde_throughput.py": "a benchmark: minutes",
+    # An external Dask cluster over TLS: machines and certificates of the reader's own;
+    # tests/instructor/test_dask_cluster.py starts a scheduler and a worker apart, over TLS.
+    "cd REPO && export PYTHONPATH=$PWD": "a placeholder folder, on each cluster machine",
+    '"TLS=--tls-ca-file ca.pem --tls-cert cert.pem --tls-key key.pem"': "a shell variable",
+    ".nox/dev/bin/dask scheduler --protocol tls --port 8786 $TLS": "a server until stopped",
+    ".nox/dev/bin/dask worker tls://HOST:8786 --nworkers 2 --nthreads 1 $TLS": "a placeholder host",
+    "export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True "
+    "DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem "
+    "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=cert.pem "
+    "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=key.pem": "shell variables",
+    "nox -s autograde -- --scheduler tls://HOST:8786": "a placeholder host",
 }
 # Commands that must fail, as the README says, with one line containing this text: a fresh
 # clone's exercises are stubs, and training on them stops at the first one.
@@ -61,7 +72,8 @@ def readme_commands() -> list[str]:
     blocks = re.findall(r"^```bash\n(.*?)^```", README.read_text(), flags=re.M | re.S)
     commands = []
     for block in blocks:
-        for line in block.splitlines():
+        # A line ending in a backslash goes on on the next one, as the shell reads it.
+        for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
             if words:  # as written, quoting only the words with spaces
                 commands.append(" ".join(f'"{w}"' if " " in w else w for w in words))
