@@ -339,7 +339,7 @@ class _Process:
             return None
         frame = bytes(self.buffer[size : size + length])
         del self.buffer[: size + length]
-        if _too_many_operations(frame):
+        if too_many_operations(frame):
             raise self._fail(f"{what} sent back a structure too large to read", NOT_PLAIN)
         try:
             return protocol.decode(frame)
@@ -675,7 +675,7 @@ def unpack(packed: Any, what: str) -> Any:
             f"{what} returned a {kind} that cannot be sent back as data ({packed.get('error')})",
             NOT_PLAIN,
         )
-    if _too_many_operations(payload):
+    if too_many_operations(payload):
         raise _failed(f"{what} returned a {kind} too large to check", NOT_PLAIN)
     try:
         value = protocol.decode(payload)
@@ -685,7 +685,7 @@ def unpack(packed: Any, what: str) -> Any:
     return value
 
 
-def _too_many_operations(payload: bytes) -> bool:
+def too_many_operations(payload: bytes) -> bool:
     """Whether the pickled structure in ``torch.save`` bytes (its ``data.pkl``) has more than
     MAX_OPERATIONS operations, counted without building anything; False when it is no such
     archive (decoding it then fails on its own)."""

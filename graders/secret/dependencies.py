@@ -19,6 +19,7 @@ grades with the submission's own dependencies.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +31,16 @@ import torch
 from torch import Tensor
 
 from core.manifest import load_manifest
-from graders.worker import GENERATOR_STATE, MODULE, OPTIMIZER, TABLE, TooLarge, ToyLM, parts_of
+from graders.worker import (
+    GENERATOR_STATE,
+    MODULE,
+    OPTIMIZER,
+    TABLE,
+    TooLarge,
+    ToyLM,
+    decode,
+    parts_of,
+)
 
 from . import oracles, trusted
 
@@ -42,6 +52,7 @@ MAX_TEXT = 4 << 20  # characters and bytes in one question, all strings and byte
 MAX_DEPTH = 16  # nesting of lists, tuples and dicts
 MAX_PIECE = 1 << 12  # bytes of one bpe_merge piece (the merge is quadratic in its length)
 MAX_TABLES = 8  # ranks tables kept during one request (a call sends one or two)
+DECODED_TABLES = 2  # decoded tables kept across requests (by digest), the newest ones
 SECRET = str(Path(__file__).resolve().parent)  # the trusted code's folder
 
 
@@ -58,6 +69,7 @@ class Answers:
         self.allowed: frozenset[str] = frozenset()
         self.vocabularies: dict[int, dict] = {}  # this request's tables (bpe_merge's ranks)
         self.tables = 0  # tables received so far: each gets a number never used before
+        self.decoded: dict[bytes, dict] = {}  # tables decoded before, by their bytes' digest
 
     def names(self, function: str) -> list[str]:
         """The dependencies of ``module.function`` that this checker answers for (its
@@ -110,15 +122,41 @@ class Answers:
             return [[made[i] for i in range(len(made))], revived.effects(), True]
         return [implementation(*args, **kwargs), revived.effects(), False]
 
-    def _table(self, table: Any) -> int:
-        """A large table (bpe_merge's ranks) that the worker sends once per request."""
-        if not isinstance(table, dict):
-            raise Refused("a table must be a dict")
+    def _table(self, encoded: Any) -> int:
+        """A large table (bpe_merge's ranks) that the worker sends once per request, as the
+        bytes of its encoding. A table whose bytes were decoded before is taken from
+        ``self.decoded`` by their SHA-256: equal bytes decode to an equal table, and the GPT-2
+        ranks take a second to decode and check, for every request that merges."""
+        if not isinstance(encoded, bytes):
+            raise Refused("a table must cross as its encoded bytes")
         if len(self.vocabularies) >= MAX_TABLES:
             raise Refused(f"more than {MAX_TABLES} tables: pass the same table again")
+        digest = hashlib.sha256(encoded).digest()
+        table = self.decoded.pop(digest, None)
+        if table is None:
+            table = _decoded_table(encoded)
+        self.decoded[digest] = table  # the newest last; the oldest goes past DECODED_TABLES
+        while len(self.decoded) > DECODED_TABLES:
+            del self.decoded[next(iter(self.decoded))]
         self.tables += 1
         self.vocabularies[self.tables] = table
         return self.tables
+
+
+def _decoded_table(encoded: bytes) -> dict:
+    """A table's bytes as the dict they encode, within the bounds of any question."""
+    from graders.client import too_many_operations
+
+    if too_many_operations(encoded):
+        raise Refused("a table too large to read")
+    try:
+        table = decode(encoded)
+    except Exception:  # noqa: BLE001 - not plain data
+        raise Refused("a table that is not plain data") from None
+    if not isinstance(table, dict):
+        raise Refused("a table must be a dict")
+    _bounded(table)
+    return table
 
 
 class _Revived:

@@ -93,3 +93,43 @@ def test_a_large_table_crosses_once_per_request(answered):
     assert len(answers.vocabularies) == 1
     with pytest.raises(worker.DependencyRefused, match="too long to merge"):
         proxies["bpe_merge"](b"a" * 5000, small)
+
+
+def test_a_table_seen_before_is_not_decoded_again(answered, monkeypatch):
+    """The GPT-2 ranks cross for every request that merges: their bytes' digest finds the
+    table decoded for an earlier request, and other bytes are decoded (and checked) anew."""
+    from graders.secret import dependencies
+
+    answers, proxies = answered
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks |= {bytes([i, j]): 256 + 256 * i + j for i in range(97, 100) for j in range(256)}
+    decoded = []
+    real = dependencies._decoded_table
+    monkeypatch.setattr(dependencies, "_decoded_table", lambda b: decoded.append(b) or real(b))
+    for _ in range(3):  # three requests, as three encode checks make
+        answers.allow("tokens.encode")
+        proxies.tables.clear()
+        assert proxies["bpe_merge"](b"ab", ranks) == trusted.bpe_merge(b"ab", ranks)
+    assert len(decoded) == 1
+    answers.allow("tokens.encode")
+    proxies.tables.clear()
+    other = ranks | {b"ab": 99999}
+    assert proxies["bpe_merge"](b"ab", other) == [99999]
+    assert len(decoded) == 2 and len(answers.decoded) == 2
+
+
+@pytest.mark.parametrize(
+    ("question", "why"),
+    [
+        ({b"a": 1}, "encoded bytes"),
+        (b"not an archive", "not plain data"),
+        (worker.encode([1, 2, 3]), "must be a dict"),
+        (worker.encode({i: i for i in range(1 << 18)}), "too long"),
+    ],
+)
+def test_a_table_that_is_no_table_is_refused(question, why):
+    answers = Answers()
+    answers.allow("tokens.encode")
+    with pytest.raises(Refused, match=why):
+        answers.answer("bpe_merge.table", question)
+    assert not answers.decoded

@@ -24,9 +24,9 @@ from variants import (
     RIGHT,
     WRONG,
     Variant,
-    apart,
     assert_hints_name_the_mistake,
     build_target,
+    rounds,
 )
 
 from core.manifest import load_manifest
@@ -133,23 +133,11 @@ def _builds_on(key: str) -> set[str]:
     return found
 
 
-def _clash(a: Variant, b: Variant) -> bool:
+def _separate(a: Variant, b: Variant) -> bool:
     """Without trusted dependencies, a variant of train_step changes what fit does: variants
     of a function and of what it builds on must be graded apart."""
     ka, kb = f"{a.module}.{a.function}", f"{b.module}.{b.function}"
-    return not apart(a, b) or ka in _builds_on(kb) or kb in _builds_on(ka)
-
-
-def _rounds(variants: list[Variant]) -> list[list[Variant]]:
-    groups: list[list[Variant]] = []
-    for variant in variants:
-        for group in groups:
-            if not any(_clash(variant, other) for other in group):
-                group.append(variant)
-                break
-        else:
-            groups.append([variant])
-    return groups
+    return ka not in _builds_on(kb) and kb not in _builds_on(ka)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +145,7 @@ def variant_reports(released_tree, tmp_path_factory) -> dict[str, list[dict]]:
     """Each variant's checks, as the released graders judged them (one process for all)."""
     jobs, groups = [], []
     for kind, variants in (("wrong", WRONG), ("right", RIGHT)):
-        for i, group in enumerate(_rounds(variants)):
+        for i, group in enumerate(rounds(variants, together=_separate)):
             where = tmp_path_factory.mktemp(f"{kind}-{i}")
             target = build_target(where, group)
             jobs.append(

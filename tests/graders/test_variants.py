@@ -60,14 +60,25 @@ def checks_of(report: dict, variant: Variant) -> list[dict]:
     return [check for check in lesson["checks"] if check["function"] == variant.function]
 
 
-@pytest.fixture(scope="module")
-def wrong_rounds(tmp_path_factory) -> Rounds:
-    return Rounds(WRONG, tmp_path_factory.mktemp("wrong"), hidden=False)
+def selected(request: pytest.FixtureRequest, variants: list[Variant]) -> list[Variant]:
+    """The variants this run's selected tests ask about (all, or those that ``-k`` kept): a
+    round holds several lessons, and grading one lesson's variants grades no other."""
+    chosen = {
+        id(item.callspec.params["variant"])
+        for item in request.session.items
+        if hasattr(item, "callspec") and "variant" in item.callspec.params
+    }
+    return [v for v in variants if id(v) in chosen]
 
 
 @pytest.fixture(scope="module")
-def right_rounds(tmp_path_factory) -> Rounds:
-    return Rounds(RIGHT, tmp_path_factory.mktemp("right"), hidden=True)
+def wrong_rounds(request, tmp_path_factory) -> Rounds:
+    return Rounds(selected(request, WRONG), tmp_path_factory.mktemp("wrong"), hidden=False)
+
+
+@pytest.fixture(scope="module")
+def right_rounds(request, tmp_path_factory) -> Rounds:
+    return Rounds(selected(request, RIGHT), tmp_path_factory.mktemp("right"), hidden=True)
 
 
 @pytest.mark.parametrize("variant", WRONG, ids=[v.id for v in WRONG])

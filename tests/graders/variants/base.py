@@ -13,6 +13,7 @@ import ast
 import functools
 import shutil
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,16 +101,21 @@ def apart(a: Variant, b: Variant) -> bool:
     return a.module not in lessons_used(b.module) and b.module not in lessons_used(a.module)
 
 
-def rounds(variants: list[Variant]) -> list[list[Variant]]:
-    """Variants grouped by lesson so that no two in a group touch the same function: the graders
-    plug trusted versions of a function's own lesson dependencies in, so variants of different
-    functions never disturb each other, and a run of one lesson's variants (``-k lesson``) grades
-    that lesson only (no lesson module imports another's variant)."""
+def rounds(
+    variants: list[Variant], together: Callable[[Variant, Variant], bool] | None = None
+) -> list[list[Variant]]:
+    """Variants in as few groups as ``apart`` allows, each group graded in one run: no two in a
+    group touch the same function, and none is in a lesson that another's lesson imports (block
+    uses attention's and embeddings' functions). The graders plug trusted versions of a
+    function's own lesson dependencies in, so variants of different functions never disturb
+    each other. A grader run's fixed cost (a worker that imports torch) is paid per group.
+    ``together``: a further condition on every pair of a group."""
     groups: list[list[Variant]] = []
     for variant in variants:
         for group in groups:
-            if group[0].module == variant.module and all(
-                v.function != variant.function for v in group
+            if all(
+                apart(variant, other) and (together is None or together(variant, other))
+                for other in group
             ):
                 group.append(variant)
                 break
