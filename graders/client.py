@@ -70,9 +70,7 @@ from .sandbox import worker_command
 DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
 MAX_ANSWER = 256 << 20  # bytes of one answer
-# Pickle operations in one frame or value (a string or a tensor's data is one): torch's
-# weights-only unpickler reads about half a million a second, so this bounds its time.
-MAX_OPERATIONS = 1 << 20
+MAX_OPERATIONS = protocol.MAX_OPERATIONS  # pickle operations in one frame or value
 # An answer as the checker reads it, every shared part counted each time it is reached.
 MAX_PARTS = 1 << 21
 MAX_TEXT = 64 << 20  # characters and bytes of its strings, together
@@ -339,7 +337,7 @@ class _Process:
             return None
         frame = bytes(self.buffer[size : size + length])
         del self.buffer[: size + length]
-        if too_many_operations(frame):
+        if protocol.too_many_operations(frame, MAX_OPERATIONS):
             raise self._fail(f"{what} sent back a structure too large to read", NOT_PLAIN)
         try:
             return protocol.decode(frame)
@@ -675,7 +673,7 @@ def unpack(packed: Any, what: str) -> Any:
             f"{what} returned a {kind} that cannot be sent back as data ({packed.get('error')})",
             NOT_PLAIN,
         )
-    if too_many_operations(payload):
+    if protocol.too_many_operations(payload, MAX_OPERATIONS):
         raise _failed(f"{what} returned a {kind} too large to check", NOT_PLAIN)
     try:
         value = protocol.decode(payload)
@@ -683,31 +681,6 @@ def unpack(packed: Any, what: str) -> Any:
         raise _failed(f"{what} returned a {kind}, which is not plain data", NOT_PLAIN) from None
     _bounded(value, what, kind)
     return value
-
-
-def too_many_operations(payload: bytes) -> bool:
-    """Whether the pickled structure in ``torch.save`` bytes (its ``data.pkl``) has more than
-    MAX_OPERATIONS operations, counted without building anything; False when it is no such
-    archive (decoding it then fails on its own)."""
-    import io
-    import pickletools
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
-            # every operation takes a byte at least: a short pickle needs no count
-            names = [
-                info.filename
-                for info in archive.infolist()
-                if info.filename.endswith(".pkl") and info.file_size > MAX_OPERATIONS
-            ]
-            for name in names:
-                for count, _ in enumerate(pickletools.genops(archive.read(name))):
-                    if count >= MAX_OPERATIONS:
-                        return True
-    except Exception:  # noqa: BLE001 - a malformed archive or pickle: decode refuses it
-        return False
-    return False
 
 
 def _bounded(value: Any, what: str, kind: str) -> None:

@@ -96,6 +96,37 @@ def decode(payload: bytes) -> Any:
     return torch.load(io.BytesIO(payload), weights_only=True)
 
 
+# Pickle operations in one frame, value or table that the checker reads (a string or a tensor's
+# data is one): torch's weights-only unpickler reads about half a million a second, so this
+# bounds its time.
+MAX_OPERATIONS = 1 << 20
+
+
+def too_many_operations(payload: bytes, most: int = MAX_OPERATIONS) -> bool:
+    """Whether the pickled structure in ``torch.save`` bytes (its ``data.pkl``) has more than
+    ``most`` operations, counted without building anything; False when it is no such archive
+    (decoding it then fails on its own). The checker's test before it decodes anything."""
+    import io
+    import pickletools
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            # every operation takes a byte at least: a short pickle needs no count
+            names = [
+                info.filename
+                for info in archive.infolist()
+                if info.filename.endswith(".pkl") and info.file_size > most
+            ]
+            for name in names:
+                for count, _ in enumerate(pickletools.genops(archive.read(name))):
+                    if count >= most:
+                        return True
+    except Exception:  # noqa: BLE001 - a malformed archive or pickle: decode refuses it
+        return False
+    return False
+
+
 def pack(value: Any) -> dict:
     """A value as a separately decodable payload, or why it could not be saved."""
     try:

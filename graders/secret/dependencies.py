@@ -40,6 +40,7 @@ from graders.worker import (
     ToyLM,
     decode,
     parts_of,
+    too_many_operations,
 )
 
 from . import oracles, trusted
@@ -145,8 +146,6 @@ class Answers:
 
 def _decoded_table(encoded: bytes) -> dict:
     """A table's bytes as the dict they encode, within the bounds of any question."""
-    from graders.client import too_many_operations
-
     if too_many_operations(encoded):
         raise Refused("a table too large to read")
     try:

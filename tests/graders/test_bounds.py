@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from graders.checking import CheckFailed, expect_equal, summary
-from graders.worker import TABLE
+from graders.worker import TABLE, encode
 
 
 def test_a_value_of_shared_parts_is_summarised_in_bounded_time_and_size():
@@ -48,10 +48,14 @@ def _shapes() -> dict[str, tuple[str, object]]:
     for _ in range(40):
         deep = [deep]
     return {
-        "rows shared a million times": ("bpe_merge.table", {b"a": 1, b"b": [row] * 100_000}),
+        # a table crosses as the bytes of its encoding, as the worker's proxy sends it
+        "rows shared a million times": (
+            "bpe_merge.table",
+            encode({b"a": 1, b"b": [row] * 100_000}),
+        ),
         "keys that are long texts": (
             "bpe_merge.table",
-            {b"k%d" % i + b"x" * 10**5: i for i in range(100)},
+            encode({b"k%d" % i + b"x" * 10**5: i for i in range(100)}),
         ),
         "a long text": ("bpe_merge", [b"a" * (8 << 20), 1]),
         "deep nesting": ("bpe_merge", [deep, 1]),
@@ -64,7 +68,7 @@ def test_a_hostile_question_is_refused_in_seconds(shape):
     from graders.secret.dependencies import Refused
 
     answers = _answers()
-    key = answers.answer("bpe_merge.table", {b"a": 0, b"b": 1, b"ab": 2})
+    key = answers.answer("bpe_merge.table", encode({b"a": 0, b"b": 1, b"ab": 2}))
     name, question = _shapes()[shape]
     if name == "bpe_merge":  # the piece, and the table as the worker's proxy sends it
         question = [[question[0], {TABLE: key}], {}]
@@ -80,7 +84,7 @@ def test_a_question_is_refused_when_the_call_that_asked_it_must_end():
     from graders.secret.dependencies import MAX_PIECE, Refused
 
     answers = _answers()
-    key = answers.answer("bpe_merge.table", {b"a" * k: k for k in range(1, MAX_PIECE // 2)})
+    key = answers.answer("bpe_merge.table", encode({b"a" * k: k for k in range(1, MAX_PIECE // 2)}))
     start = time.monotonic()
     with pytest.raises(Refused, match="longer than the call"):
         question = [[b"a" * MAX_PIECE, {TABLE: key}], {}]
@@ -94,7 +98,7 @@ def test_ranks_tables_are_bounded_and_forgotten_after_each_request():
     from graders.secret.dependencies import MAX_TABLES, Refused
 
     answers = _answers()
-    table = {b"a": 0, b"b": 1, b"ab": 2}
+    table = encode({b"a": 0, b"b": 1, b"ab": 2})
     keys = [answers.answer("bpe_merge.table", table) for _ in range(MAX_TABLES)]
     value, effects, dataset = answers.answer("bpe_merge", [[b"ab", {TABLE: keys[-1]}], {}])
     assert value == [2] and effects == [] and dataset is False
