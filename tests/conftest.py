@@ -17,6 +17,19 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With several pytest-xdist workers, each worker and what it starts (a training run, a
+    site build, a grader's checker) computes on one thread: the workers already fill the cores,
+    and torch's extra threads would only wait on each other, slowing every worker (the
+    end-to-end training run took four times its quiet time beside another worker). An explicit
+    OMP_NUM_THREADS wins; speed never decides a verdict."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_personal_jupyter_config(tmp_path_factory):
     """The tests never read the developer's own Jupyter settings (``~/.jupyter``: nbgrader's
