@@ -202,7 +202,9 @@ class DependencyRefused(RuntimeError):
 #                      and learning rates;
 #   an iterator        the list of its items (a generator, a DataLoader: read once);
 #   a dict of TABLE_SIZE entries or more (bpe_merge's ranks) {TABLE: key}: it crosses once
-#                      per request ("NAME.table" answers with its key), then as its key.
+#                      per request, as the bytes of its encoding ("NAME.table" answers with
+#                      its key; the checker decodes bytes it has seen before only once), then
+#                      as its key.
 # A dependency that is a class (a Dataset such as TokenWindows) answers with its items, and
 # the proxy gives back a Dataset that holds them.
 MODULE = "__module__"
