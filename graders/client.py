@@ -22,10 +22,10 @@ capability (so a worker started as root cannot raise its limits again). Whatever
 is read with ``torch.load(weights_only=True)`` and validated in the checker.
 
 The checker bounds itself as well. It reads an answer only if its pickled structure has at
-most MAX_OPERATIONS operations, and keeps it only if it has at most MAX_PARTS parts and
-MAX_TEXT characters, every shared part counted each time it is reached, so comparing and
-describing it costs what its size says; a proxy's question gets no more time than the call
-that asks it; and while it grades, the checker's data segment may grow at most
+most MAX_OPERATIONS operations (graders/worker.py), and keeps it only if it has at most
+MAX_PARTS parts and MAX_TEXT characters, every shared part counted each time it is reached,
+so comparing and describing it costs what its size says; a proxy's question gets no more
+time than the call that asks it; and while it grades, the checker's data segment may grow at most
 CHECKER_MEMORY (4 GiB) past where it started (``checker_memory``, on Linux).
 
 What that does not stop: the worker runs as the same user as the checker, so the student's
@@ -70,7 +70,6 @@ from .sandbox import worker_command
 DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
 MAX_ANSWER = 256 << 20  # bytes of one answer
-MAX_OPERATIONS = protocol.MAX_OPERATIONS  # pickle operations in one frame or value
 # An answer as the checker reads it, every shared part counted each time it is reached.
 MAX_PARTS = 1 << 21
 MAX_TEXT = 64 << 20  # characters and bytes of its strings, together
@@ -337,7 +336,7 @@ class _Process:
             return None
         frame = bytes(self.buffer[size : size + length])
         del self.buffer[: size + length]
-        if protocol.too_many_operations(frame, MAX_OPERATIONS):
+        if protocol.too_many_operations(frame):
             raise self._fail(f"{what} sent back a structure too large to read", NOT_PLAIN)
         try:
             return protocol.decode(frame)
@@ -673,7 +672,7 @@ def unpack(packed: Any, what: str) -> Any:
             f"{what} returned a {kind} that cannot be sent back as data ({packed.get('error')})",
             NOT_PLAIN,
         )
-    if protocol.too_many_operations(payload, MAX_OPERATIONS):
+    if protocol.too_many_operations(payload):
         raise _failed(f"{what} returned a {kind} too large to check", NOT_PLAIN)
     try:
         value = protocol.decode(payload)

@@ -102,9 +102,9 @@ def decode(payload: bytes) -> Any:
 MAX_OPERATIONS = 1 << 20
 
 
-def too_many_operations(payload: bytes, most: int = MAX_OPERATIONS) -> bool:
+def too_many_operations(payload: bytes) -> bool:
     """Whether the pickled structure in ``torch.save`` bytes (its ``data.pkl``) has more than
-    ``most`` operations, counted without building anything; False when it is no such archive
+    MAX_OPERATIONS operations, counted without building anything; False when it is no such archive
     (decoding it then fails on its own). The checker's test before it decodes anything."""
     import io
     import pickletools
@@ -116,11 +116,11 @@ def too_many_operations(payload: bytes, most: int = MAX_OPERATIONS) -> bool:
             names = [
                 info.filename
                 for info in archive.infolist()
-                if info.filename.endswith(".pkl") and info.file_size > most
+                if info.filename.endswith(".pkl") and info.file_size > MAX_OPERATIONS
             ]
             for name in names:
                 for count, _ in enumerate(pickletools.genops(archive.read(name))):
-                    if count >= most:
+                    if count >= MAX_OPERATIONS:
                         return True
     except Exception:  # noqa: BLE001 - a malformed archive or pickle: decode refuses it
         return False
