@@ -1,9 +1,10 @@
 """The checker's side of the grading worker: start it, talk to it, restart it when it fails.
 
-The worker starts once per grading run (Python and torch cost seconds) and never runs the
-student's code itself: it forks a fresh lesson process for every lesson (milliseconds), so
-that nothing one lesson's code does to its process (patching torch, say) reaches another
-lesson's checks. A call that times out, crashes the worker
+The worker starts once per grading run (Python and torch cost seconds; unsandboxed, a finished
+run's worker waits for the next run of the same process instead, see IDLE_WORKERS) and never
+runs the student's code itself: it forks a fresh lesson process for every lesson
+(milliseconds), so that nothing one lesson's code does to its process (patching torch, say)
+reaches another lesson's checks. A call that times out, crashes the worker
 (``os._exit``, a segfault), prints too much or sends back something unreadable fails that one
 check: the worker is killed with its whole process group and a fresh one starts on the next
 call. A student's exception (``sys.exit`` included) is just an answer; the worker goes on.
@@ -39,6 +40,7 @@ for root). ``--sandbox`` (graders/sandbox.py) is where those are closed.
 
 from __future__ import annotations
 
+import atexit
 import os
 import selectors
 import shutil
@@ -47,9 +49,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +161,9 @@ class _Process:
         self.stderr = self.popen.stderr
         os.set_blocking(self.stderr.fileno(), False)
         self.channel = self.control  # until the first fork: the worker's greeting comes here
+        self.target: str | None = None  # the target a fork names (None: the worker's own)
+        self.greeted = False
+        self.kept = False  # whether it served an earlier client (and waited since)
         self.ready = False
         self.alive = True
         self.lesson_used = False  # whether the current lesson process has run student code
@@ -187,14 +193,16 @@ class _Process:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def await_ready(self, timeout: float) -> None:
-        """Wait for the worker's greeting, then for its first lesson process."""
+        """Wait for the worker's greeting (once), then for its first lesson process."""
         if self.ready:
             return
         try:
-            answer = self.exchange(b"", timeout, what="starting the worker")
-            if not isinstance(answer, dict) or answer.get("ok") is not True:
-                self.kill()
-                raise WorkerUnavailable("the grading worker sent a malformed greeting")
+            if not self.greeted:
+                answer = self.exchange(b"", timeout, what="starting the worker")
+                if not isinstance(answer, dict) or answer.get("ok") is not True:
+                    self.kill()
+                    raise WorkerUnavailable("the grading worker sent a malformed greeting")
+                self.greeted = True
             self.fork(timeout)
         except CheckFailed as failure:
             raise WorkerUnavailable(
@@ -210,7 +218,9 @@ class _Process:
         self.channel = self.control
         self.buffer.clear()
         self.pending.clear()
-        request = protocol.encode({"op": "fork"})
+        request = protocol.encode(
+            {"op": "fork"} if self.target is None else {"op": "fork", "target": self.target}
+        )
         try:
             self.control.setblocking(True)
             self.control.settimeout(timeout)
@@ -232,11 +242,18 @@ class _Process:
 
     def _lesson_status(self) -> int | None:
         """The ended lesson process's exit code, from the worker (None if it cannot say)."""
-        request = protocol.encode({"op": "status"})
+        answer = self._control({"op": "status"})
+        status = answer.get("status") if isinstance(answer, dict) else None
+        return status if isinstance(status, int) else None
+
+    def _control(self, message: dict, timeout: float = 5.0) -> Any:
+        """One request to the worker itself on the control channel, and its answer (None if
+        it cannot answer). Only the worker, which never runs student code, writes there."""
+        request = protocol.encode(message)
         data = b""
         try:
             self.control.setblocking(True)
-            self.control.settimeout(5.0)
+            self.control.settimeout(timeout)
             self.control.sendall(protocol.FRAME.pack(len(request)) + request)
             while (
                 len(data) < protocol.FRAME.size
@@ -247,11 +264,39 @@ class _Process:
                 if not chunk:
                     return None
                 data += chunk
-            answer = protocol.decode(data[protocol.FRAME.size :])
-        except Exception:  # noqa: BLE001 - a worker that cannot answer: no status
+            return protocol.decode(data[protocol.FRAME.size :])
+        except Exception:  # noqa: BLE001 - a worker that cannot answer
             return None
-        status = answer.get("status") if isinstance(answer, dict) else None
-        return status if isinstance(status, int) else None
+        finally:
+            if self.alive:
+                self.control.setblocking(False)
+
+    def retire(self) -> bool:
+        """End the lesson process and all it started, and empty the working directory, so
+        that the worker is as a new one after its greeting; False (and killed) if it cannot."""
+        if not self.alive or not self.greeted or self.popen.poll() is not None:
+            self.kill()
+            return False
+        if self.channel is not self.control:
+            self.channel.close()
+            self.channel = self.control
+        answer = self._control({"op": "end"})
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            self.kill()
+            return False
+        for entry in os.scandir(self.workdir):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with suppress(OSError):
+                    os.unlink(entry.path)
+        while _read(self.stderr):  # what the last lesson printed is no one's now
+            pass
+        self.tail.clear()
+        self.buffer.clear()
+        self.pending.clear()
+        self.ready = False
+        return True
 
     def _note_output(self, chunk: bytes) -> None:
         self.tail += chunk
@@ -392,6 +437,26 @@ def _environment(workdir: str) -> dict[str, str]:
 PROVIDED = Path(protocol.__file__).resolve().parents[1] / "gpt"
 
 
+# Unsandboxed, the workers of a finished grading run wait for the next run in this process
+# (instructor tooling grading many targets, the project's tests): a worker has imported torch
+# and never runs the student's code, only forks lesson processes that do, so a later run forks
+# from it as from a new one, whatever it grades, and saves the seconds of a start. They are
+# kept only by the main thread: a worker dies with the thread that started it (PDEATHSIG).
+IDLE_WORKERS = 2  # kept per kind of worker
+_IDLE: dict[tuple, list[_Process]] = {}
+
+
+def _keeps_idle_workers() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@atexit.register
+def _end_idle_workers() -> None:
+    for idle in _IDLE.values():
+        while idle:
+            idle.pop().kill()
+
+
 class WorkerClient:
     """The worker of one target package, with a fresh lesson process for every lesson; see
     the module docstring.
@@ -407,10 +472,8 @@ class WorkerClient:
         sandbox: bool = False,
         memory: int = DEFAULT_MEMORY,
         startup_timeout: float = STARTUP_TIMEOUT,
-        preload: tuple[str, ...] = (),
     ) -> None:
         self.target = Path(target).resolve()
-        self.preload = preload  # slow first imports the worker does before any lesson
         self.sandbox = sandbox
         self.memory = memory
         self.startup_timeout = startup_timeout
@@ -432,7 +495,6 @@ class WorkerClient:
             protocol.BOOTSTRAP,
             "--memory",
             str(self.memory),
-            *(arg for name in self.preload for arg in ("--preload", name)),
             *(("--provided", str(PROVIDED)) if PROVIDED.is_dir() else ()),
             "--target",
             str(self.target),
@@ -440,8 +502,26 @@ class WorkerClient:
         return worker_command(base, self.target, sandbox=self.sandbox)
 
     def _spawn(self) -> _Process:
+        if self.sandbox or not _keeps_idle_workers():
+            self.starts += 1
+            return _Process(self.command(), self._source)
+        key = self._idle_key()
+        idle = _IDLE.get(key, [])
+        while idle:
+            proc = idle.pop()
+            if proc.alive and proc.popen.poll() is None:
+                proc.target, proc.kept = str(self.target), True
+                return proc
+            proc.kill()
         self.starts += 1
-        return _Process(self.command(), self._source)
+        proc = _Process(self.command(), self._source)
+        proc.target = str(self.target)
+        return proc
+
+    def _idle_key(self) -> tuple:
+        """What a kept worker must share with this client's: its command but the target (the
+        last two arguments unsandboxed) and its environment (the working directory apart)."""
+        return (*self.command()[:-2], *sorted(_environment("").items()), self._source)
 
     def start(self) -> None:
         """Have a worker starting (it imports torch meanwhile); no waiting."""
@@ -466,13 +546,25 @@ class WorkerClient:
     def _ready(self) -> _Process:
         self.start()
         assert self._proc is not None
-        self._proc.await_ready(self.startup_timeout)
-        return self._proc
+        while True:
+            try:
+                self._proc.await_ready(self.startup_timeout)
+                return self._proc
+            except WorkerUnavailable:
+                if not self._proc.kept:
+                    raise
+                self._proc = self._spawn()  # a kept worker that died while it waited
 
     def close(self) -> None:
+        """End this client's workers; unsandboxed, a healthy one waits for the next client."""
         for proc in (self._proc, self._spare):
-            if proc is not None:
+            if proc is None:
+                continue
+            idle = _IDLE.setdefault(self._idle_key(), []) if not self.sandbox else None
+            if idle is None or len(idle) >= IDLE_WORKERS or not _keeps_idle_workers():
                 proc.kill()
+            elif proc.retire():
+                idle.append(proc)
         self._proc = self._spare = None
 
     kill = close

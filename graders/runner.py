@@ -156,10 +156,7 @@ def grade(
 
     report_path = Path(json_path) if json_path is not None else DEFAULT_REPORT
     report = Report(target_dir, hidden, selected, report_path, reveal_hidden=reveal_hidden)
-    # Building an optimizer imports torch._dynamo, which takes seconds: the worker does it at
-    # startup (while pytest collects), not inside a timed call, when training is graded.
-    training = any(lesson.module == "training" for lesson, _ in selected)
-    client = WorkerClient(target_dir, sandbox=sandbox, preload=("torch._dynamo",) * training)
+    client = WorkerClient(target_dir, sandbox=sandbox)
     plugin = GradingPlugin(
         manifest=manifest,
         checks={c.id: c for _, checks in selected for c in checks},

@@ -1141,7 +1141,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cpu", type=int, default=3600)
     parser.add_argument("--fsize", type=int, default=64 << 20)
     parser.add_argument("--nproc", type=int, default=1024)
-    parser.add_argument("--preload", action="append", default=[], metavar="MODULE")
     parser.add_argument("--provided", default=None, metavar="DIR")
     args = parser.parse_args(argv)
     # Standard input is a Unix socket to the checker (the control channel); it moves to a
@@ -1160,10 +1159,8 @@ def main(argv: list[str]) -> None:
     torch.set_num_threads(1)
     if args.provided:
         provide(args.provided)
-    for module in args.preload:  # slow first imports, done before any call is timed
-        importlib.import_module(module)
-    # A dispatch mode's first error imports torch._dynamo (seconds): once here, for every lesson,
-    # so that a refused operation answers at once.
+    # A dispatch mode's first error, and building an optimizer, import torch._dynamo (seconds):
+    # once here, for every lesson, so that no timed call pays for it.
     importlib.import_module("torch._dynamo")
     write_frame(control, encode({"ok": True, "pid": os.getpid()}))
     serve_lessons(control, args.target)
@@ -1175,7 +1172,9 @@ def serve_lessons(control: int, target: str) -> None:
     This process has imported torch but never runs the student's code, so every lesson starts
     from the same clean state in milliseconds. A lesson process gets a socket of its own
     (passed to the checker over the control channel) and no access to the control channel;
-    the next fork, or the end of the control channel, kills it and everything it started.
+    the next fork, an ``{"op": "end"}``, or the end of the control channel kills it and
+    everything it started. A fork may name another target (an unsandboxed checker keeps an
+    idle worker for its next grading run, whatever that run grades).
     """
     import socket
 
@@ -1187,12 +1186,18 @@ def serve_lessons(control: int, target: str) -> None:
             if lesson is not None:
                 _reap(lesson)
             return
-        if decode(frame).get("op") == "status":  # the lesson's channel closed: how it ended
+        request = decode(frame)
+        if request.get("op") == "status":  # the lesson's channel closed: how it ended
             write_frame(control, encode({"status": None if lesson is None else _ended(lesson)}))
             lesson = None
             continue
         if lesson is not None:
             _reap(lesson)
+            lesson = None
+        if request.get("op") == "end":  # the grading run is over: no lesson until the next
+            write_frame(control, encode({"ok": True}))
+            continue
+        graded = str(request.get("target", target))
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the lesson process
@@ -1200,7 +1205,7 @@ def serve_lessons(control: int, target: str) -> None:
                 os.close(control)
                 channel.close()
                 ours.close()
-                serve(theirs.detach(), target)
+                serve(theirs.detach(), graded)
             finally:
                 os._exit(0)
         theirs.close()

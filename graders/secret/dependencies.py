@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -89,16 +89,16 @@ class Answers:
         if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
             raise Refused(f"{name!r} is not a dependency of the function being graded")
         _bounded(question)
-        handler: Callable[..., Any] | None = None
-        if name.partition(".")[2] == "table":
-            handler = Answers._table
-        if handler is None:
-            if "." in name:
-                raise Refused(f"no answers for {name!r}")
-            handler = lambda self, question: self._pure(name, question)  # noqa: E731
+        if "." in name and name.partition(".")[2] != "table":
+            raise Refused(f"no answers for {name!r}")
         try:
+            if name.partition(".")[2] == "table":
+                # Bounded by its size before it is read (operations, parts, items), not by the
+                # clock: under the clock's profile hook the GPT-2 ranks took 8 s to decode
+                # instead of 2, and a loaded machine refused a correct submission's question.
+                return self._table(question)
             with _until(deadline):
-                return handler(self, question)
+                return self._pure(name, question)
         except Refused:
             raise
         except Exception as error:  # noqa: BLE001 - malformed questions from the student's code

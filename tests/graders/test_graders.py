@@ -52,7 +52,7 @@ def solutions_report(tmp_path_factory) -> tuple[dict, Path]:
 def test_solutions_score_full_marks_public_and_hidden(solutions_report):
     report, _ = solutions_report
     failed = [
-        f"{c['id']}: {c['hint']}"
+        f"{c['id']}: {c['hint']} [{c['detail']}]"
         for lesson in report["lessons"]
         for c in lesson["checks"]
         if not c["passed"]

@@ -5,13 +5,14 @@ with nothing of the repository, no network, a process cap, and the by-hand watch
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 from by_hand_bindings import BINDINGS, objective_with
 from system_packages import require
-from variants import build_target
+from variants import Variant, build_target
 
 from graders.client import WorkerClient
 
@@ -36,6 +37,39 @@ def test_worker_limits_and_isolation():
     if os.geteuid() == 0 and "CapEff" in limits:
         assert limits["CapEff"] == 0 and limits["CapBnd"] == 0  # root without capabilities
         assert limits["NoNewPrivs"] == 1
+
+
+def _leaving(tag: str) -> Variant:
+    """perplexity that leaves a file behind, and answers which code ran where, beside what."""
+    code = f"""
+        def perplexity(loss):
+            import os
+            open("{tag}-left-behind", "w").close()
+            listed = sorted(n for n in os.listdir(".") if not n.startswith("{tag}-"))
+            return [{tag!r}, os.getppid(), listed]
+    """
+    return Variant("objective", "perplexity", tag, code)
+
+
+def _run(target: Path) -> tuple[list, int]:
+    client = WorkerClient(target)
+    try:
+        return client.call("objective.perplexity", [1.0], {}, timeout=60)[0], client.starts
+    finally:
+        client.close()
+
+
+def test_a_kept_worker_serves_the_next_run_as_a_new_one_would(tmp_path):
+    """Unsandboxed, a finished run's worker serves the next client (no start): the next
+    target's code, in an emptied working directory; a kept worker that died is not used."""
+    first, started = _run(build_target(tmp_path / "first", [_leaving("first")]))
+    second, again = _run(build_target(tmp_path / "second", [_leaving("second")]))
+    assert first[0] == "first" and second[0] == "second"
+    assert second[1] == first[1] and again == 0, "the second run started a worker of its own"
+    assert second[2] == [], "what the first run left was still there"
+    os.kill(first[1], signal.SIGKILL)  # the kept worker dies while it waits
+    third, starts = _run(build_target(tmp_path / "third", [_leaving("third")]))
+    assert third[0] == "third" and third[1] != first[1] and starts == 1
 
 
 PROBE = r"""
