@@ -346,7 +346,7 @@ class _Process:
                         continue
                     if mask & selectors.EVENT_WRITE and self.pending:
                         try:
-                            sent = channel.send(self.pending[: 1 << 16])
+                            sent = channel.send(self.pending[: 1 << 20])
                         except BlockingIOError:
                             sent = 0
                         except OSError:  # BrokenPipeError: it is gone

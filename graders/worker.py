@@ -1094,13 +1094,14 @@ def refuse_syscalls() -> bool:
 
 def read_frame(fd: int) -> bytes | None:
     def read(n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
-            chunk = os.read(fd, n - len(data))
+        chunks, got = [], 0  # joined once: adding each chunk to the rest copies it all again
+        while got < n:
+            chunk = os.read(fd, n - got)
             if not chunk:
                 return None
-            data += chunk
-        return data
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
 
     header = read(FRAME.size)
     if header is None:
