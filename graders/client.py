@@ -4,10 +4,11 @@ The worker starts once per grading run (Python and torch cost seconds; unsandbox
 run's worker waits for the next run of the same process instead, see IDLE_WORKERS) and never
 runs the student's code itself: it forks a fresh lesson process for every lesson
 (milliseconds), so that nothing one lesson's code does to its process (patching torch, say)
-reaches another lesson's checks. A call that times out, crashes the worker
+reaches another lesson's checks. A call that times out, crashes its lesson process
 (``os._exit``, a segfault), prints too much or sends back something unreadable fails that one
-check: the worker is killed with its whole process group and a fresh one starts on the next
-call. A student's exception (``sys.exit`` included) is just an answer; the worker goes on.
+check: the worker ends that lesson process with its whole process group and forks a fresh one
+for the next call (a worker that died itself is replaced by a new one). A student's exception
+(``sys.exit`` included) is just an answer; the lesson process goes on.
 
 While a call runs, the worker may ask questions: the proxies of the graded function's
 dependencies (graders/worker.py) send their inputs, and graders/secret/dependencies.py answers them
@@ -163,10 +164,10 @@ class _Process:
         self.channel = self.control  # until the first fork: the worker's greeting comes here
         self.target: str | None = None  # the target a fork names (None: the worker's own)
         self.greeted = False
-        self.kept = False  # whether it served an earlier client (and waited since)
         self.ready = False
         self.alive = True
         self.lesson_used = False  # whether the current lesson process has run student code
+        self.imported: set[str] = set()  # the student's modules the lesson process imported
         self.tail = bytearray()
         self.buffer = bytearray()
         self.pending = bytearray(protocol.FRAME.pack(len(source)) + source)
@@ -236,9 +237,14 @@ class _Process:
         self.channel = socket.socket(fileno=fds[0])
         self.channel.setblocking(False)
         self.lesson_used = False
+        self.imported.clear()
         answer = self.exchange(b"", timeout, what="starting a lesson process")
         if not isinstance(answer, dict) or answer.get("ok") is not True:
-            raise self._fail("the lesson process sent a malformed greeting", NOT_PLAIN)
+            self.kill()
+            raise _failed("the lesson process sent a malformed greeting", NOT_PLAIN)
+        while _read(self.stderr):  # what an ended lesson printed last is no one's now
+            pass
+        self.tail.clear()
 
     def _lesson_status(self) -> int | None:
         """The ended lesson process's exit code, from the worker (None if it cannot say)."""
@@ -389,8 +395,21 @@ class _Process:
             raise self._fail(f"{what}: the worker's answer was unreadable", NOT_PLAIN) from None
 
     def _fail(self, detail: str, hint: str) -> CheckFailed:
-        self.kill()
+        self.drop_lesson()
         return _failed(detail, hint)
+
+    def drop_lesson(self) -> None:
+        """After a lesson process failed (it timed out, crashed, flooded or sent garbage): it
+        goes, and the worker, which never runs student code, forks the next one (it ends the
+        failed one and all it started first). A worker that is itself in trouble is killed."""
+        if self.channel is self.control or not self.alive or self.popen.poll() is not None:
+            self.kill()
+            return
+        self.channel.close()
+        self.channel = self.control
+        self.buffer.clear()
+        self.pending.clear()
+        self.ready = False
 
     def _died(self, what: str) -> CheckFailed:
         proc = self.popen
@@ -461,8 +480,8 @@ class WorkerClient:
     """The worker of one target package, with a fresh lesson process for every lesson; see
     the module docstring.
 
-    After a failure that killed a worker, a spare one is kept warm, so that code which crashes
-    or hangs again and again costs little more than its timeouts.
+    After a failure that killed a worker (not only its lesson process), a spare one is kept
+    warm, so that code which kills its worker again and again costs little more than that.
     """
 
     def __init__(
@@ -484,7 +503,6 @@ class WorkerClient:
         self._spare: _Process | None = None
         self.starts = 0  # worker processes started
         self.failures = 0  # workers lost to a timeout, crash, flood of output or bad answer
-        self.imported: set[str] = set()
         self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
 
     def command(self) -> list[str]:
@@ -510,7 +528,7 @@ class WorkerClient:
         while idle:
             proc = idle.pop()
             if proc.alive and proc.popen.poll() is None:
-                proc.target, proc.kept = str(self.target), True
+                proc.target = str(self.target)
                 return proc
             proc.kill()
         self.starts += 1
@@ -529,31 +547,36 @@ class WorkerClient:
             if self._proc is not None:
                 self.failures += 1
             self._proc, self._spare = self._spare or self._spawn(), None
-            self.imported.clear()
             if self.failures:
                 self._spare = self._spawn()
 
     def fresh(self) -> None:
         """A fresh lesson process from here on (a new lesson begins): nothing the previous
-        lesson's code did to its process reaches the next. Costs a fork, not a start."""
+        lesson's code did to its process reaches the next. Costs a fork (at the next
+        request), not a start."""
         proc = self._proc
-        if proc is None or not proc.alive or not proc.ready or not proc.lesson_used:
+        if proc is None or not proc.alive:
             self.start()  # a new worker's first lesson process is fresh already
-            return
-        self.imported.clear()
-        proc.fork(self.startup_timeout)
+        elif proc.lesson_used:
+            proc.ready = False
 
     def _ready(self) -> _Process:
         self.start()
         assert self._proc is not None
         while True:
+            established = self._proc.greeted
             try:
                 self._proc.await_ready(self.startup_timeout)
                 return self._proc
             except WorkerUnavailable:
-                if not self._proc.kept:
+                if not established:
                     raise
-                self._proc = self._spawn()  # a kept worker that died while it waited
+                # A worker that could fork before and cannot now (the student's code killed
+                # it, or it died while it was kept): a new one.
+                self._proc.kill()
+                self.failures += 1
+                self._proc = self._spare or self._spawn()
+                self._spare = None
 
     def close(self) -> None:
         """End this client's workers; unsandboxed, a healthy one waits for the next client."""
@@ -605,7 +628,7 @@ class WorkerClient:
             if self._answers is not None:
                 self._answers.allow(None)
         if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
-            proc.kill()
+            proc.drop_lesson()
             raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
         return answer
 
@@ -629,7 +652,8 @@ class WorkerClient:
         gets twice a call's time: a busy machine must not fail a whole lesson."""
         if module in self.broken:
             raise self.broken[module]
-        if module in self.imported and self._proc is not None and self._proc.alive:
+        proc = self._proc
+        if proc is not None and proc.alive and proc.ready and module in proc.imported:
             return
         try:
             answer = self.request(
@@ -642,7 +666,8 @@ class WorkerClient:
             error = StudentError(_dict(answer.get("error")), f"{module}.py", during="import")
             self.broken[module] = error
             raise error
-        self.imported.add(module)
+        assert self._proc is not None  # the request made it ready
+        self._proc.imported.add(module)
 
     def call(
         self,
