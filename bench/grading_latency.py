@@ -2,6 +2,7 @@
 
     python bench/grading_latency.py               # 3 runs, public checks
     python bench/grading_latency.py --runs 5 --hidden
+    python bench/grading_latency.py --target exercises   # the stubs: every check fails
 
 Each run is a fresh process, exactly what a student's `nox -s grade` starts once its
 virtualenv exists (the interpreter here is the reused virtualenv). Prints every run's wall
@@ -23,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_once(hidden: bool, report: Path) -> tuple[float, dict]:
-    command = [sys.executable, "-m", "graders", "--target", "solutions", "--json", str(report)]
+def run_once(hidden: bool, report: Path, target: str) -> tuple[float, dict]:
+    command = [sys.executable, "-m", "graders", "--target", target, "--json", str(report)]
     if hidden:
         command.append("--hidden")
     start = time.perf_counter()
@@ -39,16 +40,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hidden", action="store_true", help="the hidden checks too")
+    parser.add_argument("--target", default="solutions", help="the package graded")
     args = parser.parse_args(argv)
     suite = "public and hidden" if args.hidden else "public"
     print(
-        f"python -m graders --target solutions ({suite} checks), {args.runs} runs, "
+        f"python -m graders --target {args.target} ({suite} checks), {args.runs} runs, "
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
     )
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
-            seconds, report = run_once(args.hidden, Path(tmp) / "report.json")
+            seconds, report = run_once(args.hidden, Path(tmp) / "report.json", args.target)
             times.append(seconds)
             full = report["points"] == report["max_points"]
             checks = sum(len(lesson["checks"]) for lesson in report["lessons"])
