@@ -461,7 +461,7 @@ PROVIDED = Path(protocol.__file__).resolve().parents[1] / "gpt"
 # and never runs the student's code, only forks lesson processes that do, so a later run forks
 # from it as from a new one, whatever it grades, and saves the seconds of a start. They are
 # kept only by the main thread: a worker dies with the thread that started it (PDEATHSIG).
-IDLE_WORKERS = 2  # kept per kind of worker
+IDLE_WORKERS = 1  # kept per kind of worker (each holds torch: hundreds of MB)
 _IDLE: dict[tuple, list[_Process]] = {}
 
 
@@ -502,7 +502,7 @@ class WorkerClient:
         self._proc: _Process | None = None
         self._spare: _Process | None = None
         self.starts = 0  # worker processes started
-        self.failures = 0  # workers lost to a timeout, crash, flood of output or bad answer
+        self.failures = 0  # workers lost (a failed lesson process costs only a fork)
         self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
 
     def command(self) -> list[str]:
