@@ -214,11 +214,7 @@ class _Process:
 
     def fork(self, timeout: float) -> None:
         """A fresh lesson process (the worker ends the previous one) and its socket."""
-        if self.channel is not self.control:
-            self.channel.close()
-        self.channel = self.control
-        self.buffer.clear()
-        self.pending.clear()
+        self._leave_lesson()
         request = protocol.encode(
             {"op": "fork"} if self.target is None else {"op": "fork", "target": self.target}
         )
@@ -242,7 +238,20 @@ class _Process:
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             self.kill()
             raise _failed("the lesson process sent a malformed greeting", NOT_PLAIN)
-        while _read(self.stderr):  # what an ended lesson printed last is no one's now
+        self._forget_output()
+
+    def _leave_lesson(self) -> None:
+        """Back to the control channel: the lesson's socket and what was in flight on it go."""
+        if self.channel is not self.control:
+            self.channel.close()
+        self.channel = self.control
+        self.buffer.clear()
+        self.pending.clear()
+        self.ready = False
+
+    def _forget_output(self) -> None:
+        """What an ended lesson process printed last is no one's now."""
+        while _read(self.stderr):
             pass
         self.tail.clear()
 
@@ -283,9 +292,7 @@ class _Process:
         if not self.alive or not self.greeted or self.popen.poll() is not None:
             self.kill()
             return False
-        if self.channel is not self.control:
-            self.channel.close()
-            self.channel = self.control
+        self._leave_lesson()
         answer = self._control({"op": "end"})
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             self.kill()
@@ -296,12 +303,7 @@ class _Process:
             else:
                 with suppress(OSError):
                     os.unlink(entry.path)
-        while _read(self.stderr):  # what the last lesson printed is no one's now
-            pass
-        self.tail.clear()
-        self.buffer.clear()
-        self.pending.clear()
-        self.ready = False
+        self._forget_output()
         return True
 
     def _note_output(self, chunk: bytes) -> None:
@@ -405,11 +407,7 @@ class _Process:
         if self.channel is self.control or not self.alive or self.popen.poll() is not None:
             self.kill()
             return
-        self.channel.close()
-        self.channel = self.control
-        self.buffer.clear()
-        self.pending.clear()
-        self.ready = False
+        self._leave_lesson()
 
     def _died(self, what: str) -> CheckFailed:
         proc = self.popen
@@ -520,20 +518,19 @@ class WorkerClient:
         return worker_command(base, self.target, sandbox=self.sandbox)
 
     def _spawn(self) -> _Process:
-        if self.sandbox or not _keeps_idle_workers():
-            self.starts += 1
-            return _Process(self.command(), self._source)
-        key = self._idle_key()
-        idle = _IDLE.get(key, [])
+        """A kept worker that still lives (unsandboxed, in the main thread), else a new one."""
+        keeps = not self.sandbox and _keeps_idle_workers()
+        idle = _IDLE.get(self._idle_key(), []) if keeps else []
         while idle:
             proc = idle.pop()
             if proc.alive and proc.popen.poll() is None:
-                proc.target = str(self.target)
-                return proc
+                break
             proc.kill()
-        self.starts += 1
-        proc = _Process(self.command(), self._source)
-        proc.target = str(self.target)
+        else:
+            self.starts += 1
+            proc = _Process(self.command(), self._source)
+        if keeps:
+            proc.target = str(self.target)  # a kept worker's own target is an earlier run's
         return proc
 
     def _idle_key(self) -> tuple:

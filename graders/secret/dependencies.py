@@ -89,10 +89,11 @@ class Answers:
         if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
             raise Refused(f"{name!r} is not a dependency of the function being graded")
         _bounded(question)
-        if "." in name and name.partition(".")[2] != "table":
+        _, dot, part = name.partition(".")
+        if dot and part != "table":
             raise Refused(f"no answers for {name!r}")
         try:
-            if name.partition(".")[2] == "table":
+            if part == "table":
                 # Bounded by its size before it is read (operations, parts, items), not by the
                 # clock: under the clock's profile hook the GPT-2 ranks took 8 s to decode
                 # instead of 2, and a loaded machine refused a correct submission's question.
