@@ -692,13 +692,47 @@ def test_instant_navigation_and_screenshots(browser: Browser) -> None:
     browser.assert_clean()
 
 
-def test_no_console_errors_on_any_page(site: Path, browser: Browser) -> None:
+# What the phone test looks for on one page at one width (returns the problems it found).
+LAYOUT_PROBLEMS = """([path, width]) => {
+    const found = [];
+    const root = document.documentElement;
+    if (root.scrollWidth > width + 1)
+        found.push(`${path} @${width}: the page is ${root.scrollWidth} px wide`);
+    for (const code of document.querySelectorAll('article pre > code')) {
+        const style = getComputedStyle(code);
+        if (style.whiteSpace !== 'pre')
+            found.push(`${path} @${width}: code wraps (${style.whiteSpace})`);
+        if (code.scrollWidth > code.clientWidth + 1 &&
+            !['auto', 'scroll'].includes(style.overflowX))
+            found.push(`${path} @${width}: a long line is cut off`);
+    }
+    for (const el of document.querySelectorAll('article figure')) {
+        if (el.scrollWidth > el.clientWidth + 1)
+            found.push(`${path} @${width}: a figure is wider than the column`);
+    }
+    return found;
+}"""
+
+
+@pytest.fixture(scope="module")
+def page_tour(site: Path, browser: Browser) -> dict[str, list[str]]:
+    """Every page, opened once: what its console said (read by ``browser.assert_clean``) and
+    its layout problems at a desktop's width and then at a phone's (390 px). One visit per
+    page serves both tests below (a page's load is most of their time)."""
     pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
-    assert len(pages) >= len(LESSONS) + 3
+    problems = []
     for path in pages:
         page = browser.open("" if path == "." else path + "/")
         page.wait_for_load_state("networkidle")
+        for width in (1280, 390):
+            page.set_viewport_size({"width": width, "height": 844})
+            problems += page.evaluate(LAYOUT_PROBLEMS, [path, width])
         page.close()
+    return {"pages": pages, "problems": problems}
+
+
+def test_no_console_errors_on_any_page(page_tour: dict, browser: Browser) -> None:
+    assert len(page_tour["pages"]) >= len(LESSONS) + 3
     browser.assert_clean()
 
 
@@ -951,38 +985,8 @@ def test_a_revealed_answer_counts_as_revealed_not_correct(browser: Browser) -> N
     browser.assert_clean()
 
 
-def test_code_keeps_its_lines_and_no_page_is_wider_than_a_phone(site: Path, browser: Browser):
+def test_code_keeps_its_lines_and_no_page_is_wider_than_a_phone(page_tour: dict):
     """At a desktop's width and a phone's (390 px), every line of code and output is shown as
     written (never wrapped, so indentation keeps its meaning), a line too long for the column
     scrolls inside its own block, and nothing makes the page wider than the screen."""
-    pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
-    problems = []
-    for width in (1280, 390):
-        for path in pages:
-            page = browser.open("" if path == "." else path + "/")
-            page.set_viewport_size({"width": width, "height": 844})
-            problems += page.evaluate(
-                """([path, width]) => {
-                    const found = [];
-                    const root = document.documentElement;
-                    if (root.scrollWidth > width + 1)
-                        found.push(`${path} @${width}: the page is ${root.scrollWidth} px wide`);
-                    for (const code of document.querySelectorAll('article pre > code')) {
-                        const style = getComputedStyle(code);
-                        if (style.whiteSpace !== 'pre')
-                            found.push(`${path} @${width}: code wraps (${style.whiteSpace})`);
-                        if (code.scrollWidth > code.clientWidth + 1 &&
-                            !['auto', 'scroll'].includes(style.overflowX))
-                            found.push(`${path} @${width}: a long line is cut off`);
-                    }
-                    for (const el of document.querySelectorAll('article figure')) {
-                        if (el.scrollWidth > el.clientWidth + 1)
-                            found.push(`${path} @${width}: a figure is wider than the column`);
-                    }
-                    return found;
-                }""",
-                [path, width],
-            )
-            page.close()
-    assert not problems, "\n".join(problems)
-    browser.assert_clean()
+    assert not page_tour["problems"], "\n".join(page_tour["problems"])
