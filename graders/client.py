@@ -322,6 +322,10 @@ class _Process:
         channel = self.channel
         if payload:
             self.pending += protocol.FRAME.pack(len(payload)) + payload
+        if not self.pending:  # a frame that came with the one before it (a call's "ran")
+            answer = self._take_frame(what)
+            if answer is not None:
+                return answer
         deadline = time.monotonic() + timeout
         printed = 0
         selector = selectors.DefaultSelector()
@@ -598,29 +602,42 @@ class WorkerClient:
         *,
         what: str,
         function: str | None = None,
-        limit: float | None = None,
+        runs: int = 1,
     ) -> dict:
         """One request; harness failures raise CheckFailed, the student's errors StudentError.
 
         While it runs, the proxies of ``function``'s dependencies may ask questions; they are
-        answered here, on a clock of their own (the function's limit does not run meanwhile)."""
+        answered here, on a clock of their own (the function's limit does not run meanwhile).
+        ``runs``: how many times the worker runs the function (a call runs it twice, and says
+        ``{"ran": 1}`` in between); each run has ``timeout`` of its own, so a function that
+        never returns costs one limit, not the limit of every run it would have had."""
         proc = self._ready()
         proc.lesson_used = True
         if self._answers is not None:
             self._answers.allow(function)
-        # Two clocks: the function's own time, and the checker's time answering its questions,
-        # each up to ``timeout``. The checker's part never counts against the function, so a
-        # slow or busy checker cannot make a correct function miss its limit.
-        started, answering = time.monotonic(), 0.0
+        # Two clocks: the function's own time (``timeout`` per run), and the checker's time
+        # answering its questions (``timeout`` per run in all). The checker's part never counts
+        # against the function, so a slow or busy checker cannot make a correct function miss
+        # its limit. A forged "ran" gains nothing: there is one per extra run, as many as a
+        # function that ran each time within its limit would have had anyway.
+        run_started, answering, left = time.monotonic(), 0.0, runs - 1
         try:
-            limit = timeout if limit is None else limit
-            answer = proc.exchange(protocol.encode(message), timeout, what=what, limit=limit)
-            while isinstance(answer, dict) and "ask" in answer:
-                asked = time.monotonic()
-                reply = self._reply(answer, asked + max(timeout - answering, 0.001))
-                answering += time.monotonic() - asked
-                remaining = max(started + answering + timeout - time.monotonic(), 0.001)
-                answer = proc.exchange(protocol.encode(reply), remaining, what=what, limit=limit)
+            answer = proc.exchange(protocol.encode(message), timeout, what=what)
+            while isinstance(answer, dict):
+                if "ask" in answer:
+                    asked = time.monotonic()
+                    reply = self._reply(answer, asked + max(runs * timeout - answering, 0.001))
+                    spent = time.monotonic() - asked
+                    answering += spent
+                    run_started += spent
+                    payload = protocol.encode(reply)
+                elif answer.get("ran") == 1 and left > 0 and len(answer) == 1:
+                    left -= 1
+                    run_started, payload = time.monotonic(), b""
+                else:
+                    break
+                remaining = max(run_started + timeout - time.monotonic(), 0.001)
+                answer = proc.exchange(payload, remaining, what=what, limit=timeout)
         finally:
             if self._answers is not None:
                 self._answers.allow(None)
@@ -691,10 +708,10 @@ class WorkerClient:
                 "proxies": self._proxies(function),
                 "rule": rule,
             },
-            2 * timeout,  # the function runs twice
+            timeout,
             what=_name(function),
             function=function,
-            limit=timeout,
+            runs=2,  # the second time on the inputs the first call left
         )
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))

@@ -31,6 +31,8 @@ PACKED is {"type": name, "payload": torch.save bytes or None, "error": why not}:
 packed apart so that an answer that is not plain data still arrives as a readable failure.
 While a request runs, a proxy may send {"ask": NAME, "question": ...}; the checker replies
 {"ok": True, "value": ...} or {"ok": False, "error": why} before the request's answer comes.
+A call that runs the function a second time sends {"ran": 1} between the two runs (each run has
+the check's limit of its own).
 """
 
 from __future__ import annotations
@@ -902,6 +904,8 @@ class Worker:
                 if _unchangeable((args, kwargs)):
                     answer["again"] = answer["value"]
                     return answer
+                # The first run is over: the checker starts the second one's clock.
+                write_frame(self.answers, encode({"ran": 1}))
                 again = [reseed(a, sent) for a, sent in zip(args, request["args"], strict=True)]
                 again_kwargs = {k: reseed(v, request["kwargs"][k]) for k, v in kwargs}
                 _set_random_state(randomness)

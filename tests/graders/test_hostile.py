@@ -68,6 +68,27 @@ HOSTILE = {
     """,
         "plain data",
     ),
+    "nearest": (  # the right answer, after telling the checker a run ended that had not
+        "embeddings",
+        """
+        def nearest(table, index, k):
+            import io, os, stat, struct
+            buffer = io.BytesIO()
+            torch.save({"ran": 1}, buffer)  # a frame as the worker frames its messages
+            frame = struct.pack(">Q", len(buffer.getvalue())) + buffer.getvalue()
+            for fd in range(3, 256):
+                try:
+                    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                        os.write(fd, frame)
+                except OSError:
+                    pass
+            sims = torch.nn.functional.cosine_similarity(table[index].unsqueeze(0), table, dim=-1)
+            sims[index] = -float("inf")
+            values, rows = torch.topk(sims, k)
+            return [(int(r), float(v)) for r, v in zip(rows, values)]
+    """,
+        None,
+    ),
     "shift": (
         "windows",
         """
@@ -168,7 +189,7 @@ HOSTILE = {
         None,
     ),
 }
-CONTROLS = {"nearest", "TokenWindows", "attention", "pad_targets", "position_ids", "packed_targets"}
+CONTROLS = {"TokenWindows", "attention", "pad_targets", "position_ids", "packed_targets"}
 LESSONS = ["embeddings", "windows", "attention", "objective", "packing", "generation"]
 
 
