@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,8 +54,14 @@ MAX_TEXT = 4 << 20  # characters and bytes in one question, all strings and byte
 MAX_DEPTH = 16  # nesting of lists, tuples and dicts
 MAX_PIECE = 1 << 12  # bytes of one bpe_merge piece (the merge is quadratic in its length)
 MAX_TABLES = 8  # ranks tables kept during one request (a call sends one or two)
-DECODED_TABLES = 2  # decoded tables kept across requests (by digest), the newest ones
+DECODED_TABLES = 2  # decoded tables kept across requests and runs (by digest), the newest ones
 SECRET = str(Path(__file__).resolve().parent)  # the trusted code's folder
+
+
+# Tables decoded before, by their bytes' SHA-256, for every grading run of this process (the
+# variants' rounds, a notebook's check cells): equal bytes decode to an equal table.
+_DECODED: dict[bytes, dict] = {}
+_DECODED_LOCK = threading.Lock()
 
 
 class Refused(Exception):
@@ -70,7 +77,6 @@ class Answers:
         self.allowed: frozenset[str] = frozenset()
         self.vocabularies: dict[int, dict] = {}  # this request's tables (bpe_merge's ranks)
         self.tables = 0  # tables received so far: each gets a number never used before
-        self.decoded: dict[bytes, dict] = {}  # tables decoded before, by their bytes' digest
 
     def names(self, function: str) -> list[str]:
         """The dependencies of ``module.function`` that this checker answers for (its
@@ -127,19 +133,21 @@ class Answers:
     def _table(self, encoded: Any) -> int:
         """A large table (bpe_merge's ranks) that the worker sends once per request, as the
         bytes of its encoding. A table whose bytes were decoded before is taken from
-        ``self.decoded`` by their SHA-256: equal bytes decode to an equal table, and the GPT-2
+        ``_DECODED`` by their SHA-256: equal bytes decode to an equal table, and the GPT-2
         ranks take a second to decode and check, for every request that merges."""
         if not isinstance(encoded, bytes):
             raise Refused("a table must cross as its encoded bytes")
         if len(self.vocabularies) >= MAX_TABLES:
             raise Refused(f"more than {MAX_TABLES} tables: pass the same table again")
         digest = hashlib.sha256(encoded).digest()
-        table = self.decoded.pop(digest, None)
+        with _DECODED_LOCK:
+            table = _DECODED.pop(digest, None)
         if table is None:
             table = _decoded_table(encoded)
-        self.decoded[digest] = table  # the newest last; the oldest goes past DECODED_TABLES
-        while len(self.decoded) > DECODED_TABLES:
-            del self.decoded[next(iter(self.decoded))]
+        with _DECODED_LOCK:
+            _DECODED[digest] = table  # the newest last; the oldest goes past DECODED_TABLES
+            while len(_DECODED) > DECODED_TABLES:
+                del _DECODED[next(iter(_DECODED))]
         self.tables += 1
         self.vocabularies[self.tables] = table
         return self.tables
