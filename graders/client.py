@@ -163,6 +163,7 @@ class _Process:
         os.set_blocking(self.stderr.fileno(), False)
         self.channel = self.control  # until the first fork: the worker's greeting comes here
         self.target: str | None = None  # the target a fork names (None: the worker's own)
+        self.dynamo = False  # whether forks ask the worker to import torch._dynamo first
         self.greeted = False
         self.ready = False
         self.alive = True
@@ -215,9 +216,12 @@ class _Process:
     def fork(self, timeout: float) -> None:
         """A fresh lesson process (the worker ends the previous one) and its socket."""
         self._leave_lesson()
-        request = protocol.encode(
-            {"op": "fork"} if self.target is None else {"op": "fork", "target": self.target}
-        )
+        fork: dict[str, Any] = {"op": "fork"}
+        if self.target is not None:
+            fork["target"] = self.target
+        if self.dynamo:
+            fork["dynamo"] = True
+        request = protocol.encode(fork)
         try:
             self.control.setblocking(True)
             self.control.settimeout(timeout)
@@ -660,6 +664,16 @@ class WorkerClient:
     def _proxies(self, function: str) -> list[str]:
         return [] if self._answers is None else self._answers.names(function)
 
+    def _prepare(self, *, dynamo: bool) -> None:
+        """Before a request that imports torch._dynamo (seconds: a by-hand rule's watch, a
+        scenario that makes an optimizer), a lesson process forked after the worker imported
+        it, so that no check's clock pays for it; other lessons never import it at all."""
+        self.start()
+        proc = self._proc
+        if dynamo and proc is not None and not proc.dynamo:
+            proc.dynamo = True
+            proc.ready = False  # the next request forks, the import first
+
     def ensure_module(self, module: str, timeout: float) -> None:
         """Import the student's module once; an import that fails is remembered for the run
         (so a module that hangs on import costs one timeout, not one per check). The import
@@ -697,6 +711,7 @@ class WorkerClient:
         The worker calls the function twice on the same objects; a second answer that is not
         the first fails the call (IN_PLACE): that a call left its inputs as they were is then
         the checker's finding, not only the student's process's report of them."""
+        self._prepare(dynamo=rule is not None)
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {
@@ -729,6 +744,7 @@ class WorkerClient:
     def scenario(
         self, name: str, function: str, config: dict, timeout: float, rule: dict | None = None
     ) -> Any:
+        self._prepare(dynamo=rule is not None or name in protocol.OPTIMIZING_SCENARIOS)
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {

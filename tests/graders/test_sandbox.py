@@ -72,6 +72,30 @@ def test_a_kept_worker_serves_the_next_run_as_a_new_one_would(tmp_path):
     assert third[0] == "third" and third[1] != first[1] and starts == 1
 
 
+def test_torch_dynamo_is_imported_before_a_watched_call_and_only_then(tmp_path, monkeypatch):
+    """torch imports torch._dynamo (seconds) the first time a dispatch mode runs or an optimizer
+    is made. The worker imports it before it forks the lesson process of a call that a by-hand
+    rule watches, so no check's clock pays for it; a call without a rule never needs it."""
+    import graders.client
+
+    monkeypatch.setattr(graders.client, "_keeps_idle_workers", lambda: False)  # a new worker
+    code = """
+        def perplexity(loss):
+            import sys
+            return "torch._dynamo" in sys.modules
+    """
+    target = build_target(tmp_path, [Variant("objective", "perplexity", "dynamo", code)])
+    rule = {"ops": ["aten::exp"], "allow": [], "message": "perplexity by hand"}
+    client = WorkerClient(target)
+    try:
+        plain = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+        watched = client.call("objective.perplexity", [1.0], {}, timeout=60, rule=rule)[0]
+        after = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+    finally:
+        client.close()
+    assert (plain, watched, after) == (False, True, True)
+
+
 PROBE = r"""
 import os, socket, time
 
