@@ -624,7 +624,7 @@ class WorkerClient:
         # against the function, so a slow or busy checker cannot make a correct function miss
         # its limit. A forged "ran" gains nothing: there is one per extra run, as many as a
         # function that ran each time within its limit would have had anyway.
-        run_started, answering, left = time.monotonic(), 0.0, runs - 1
+        run_started, answering, runs_left = time.monotonic(), 0.0, runs - 1
         try:
             answer = proc.exchange(protocol.encode(message), timeout, what=what)
             while isinstance(answer, dict):
@@ -635,8 +635,8 @@ class WorkerClient:
                     answering += spent
                     run_started += spent
                     payload = protocol.encode(reply)
-                elif answer.get("ran") == 1 and left > 0 and len(answer) == 1:
-                    left -= 1
+                elif answer.get("ran") == 1 and runs_left > 0 and len(answer) == 1:
+                    runs_left -= 1
                     run_started, payload = time.monotonic(), b""
                 else:
                     break

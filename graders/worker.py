@@ -1178,7 +1178,8 @@ def serve_lessons(control: int, target: str) -> None:
     (passed to the checker over the control channel) and no access to the control channel;
     the next fork, an ``{"op": "end"}``, or the end of the control channel kills it and
     everything it started. A fork may name another target (an unsandboxed checker keeps an
-    idle worker for its next grading run, whatever that run grades).
+    idle worker for its next grading run, whatever that run grades), and may ask for
+    torch._dynamo to be imported first (``"dynamo": True``).
     """
     import socket
 
