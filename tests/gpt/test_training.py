@@ -200,8 +200,9 @@ def test_run_on_embedded_corpus_ends_well_below_unigram_baseline(tmp_path: Path)
     Quality within a fixed budget of steps, whatever the machine's speed. With merges the
     lessons' train_bpe learns on the corpus (512 ranks), 1,000 steps of 8 windows end 0.93
     nats below the unigram baseline (1.01 on one thread, as the suite runs it; seed 2: 1.18;
-    at 2e-2, seeds 1 and 2: 1.08 and 1.30), and 0.6 is asked. In the suite, beside another worker, the run took 41 s; 400 steps with GPT-2's
-    50,257 ranks (0.76 nats) took 208 s, nearly all of it in a micro model's output layer.
+    at 2e-2, seeds 1 and 2: 1.08 and 1.30), and 0.6 is asked. In the suite, beside another
+    worker, the run took 41 s; 400 steps with GPT-2's 50,257 ranks (0.76 nats) took 208 s,
+    nearly all of it in a micro model's output layer.
     test_run_writes_its_files_and_learns trains with GPT-2's tokenizer, and `nox -s train`
     runs the tiny preset with it.
     """
@@ -238,6 +239,17 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _main(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+    """``python -m gpt.train ARGS``'s exit code and standard error, run in this process (a
+    subprocess would import torch again for each case; test_corrupt_checkpoint_is_one_clear_line
+    and tests/test_readme.py run the command itself)."""
+    try:
+        code = train.main(list(args))
+    except SystemExit as exit:  # argparse's own usage errors
+        code = exit.code if isinstance(exit.code, int) else 1
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -250,22 +262,22 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
         (["--tokenizer", "lesson", "--vocab-size", "100"], "cannot hold the 256 single bytes"),
     ],
 )
-def test_bad_input_is_one_clear_line(args: list[str], needle: str) -> None:
-    result = _cli(*args)
-    assert result.returncode == 2
-    assert needle in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+def test_bad_input_is_one_clear_line(capsys, args: list[str], needle: str) -> None:
+    code, err = _main(capsys, *args)
+    assert code == 2
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1, err
 
 
-def test_corpus_too_small_and_out_a_file_are_one_clear_line(tmp_path: Path) -> None:
+def test_corpus_too_small_and_out_a_file_are_one_clear_line(capsys, tmp_path: Path) -> None:
     tiny = tmp_path / "tiny.txt"
     tiny.write_text("only a few words here")
-    result = _cli("--corpus", str(tiny), "--steps", "2", "--warmup-steps", "0")
-    assert result.returncode == 2 and "too few for one batch" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    result = _cli("--out", str(tiny))
-    assert result.returncode == 2 and "is a file, not a folder" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    code, err = _main(capsys, "--corpus", str(tiny), "--steps", "2", "--warmup-steps", "0")
+    assert code == 2 and "too few for one batch" in err
+    assert len(err.strip().splitlines()) == 1, err
+    code, err = _main(capsys, "--out", str(tiny))
+    assert code == 2 and "is a file, not a folder" in err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 def test_corrupt_checkpoint_is_one_clear_line(tmp_path: Path, small_corpus: Path) -> None:

@@ -9,12 +9,15 @@ installed) or has no port at all (its workers are threads of autograde's process
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,9 +33,37 @@ def _answer() -> int:
     return 42
 
 
+@contextlib.contextmanager
+def _client(address: str, **options) -> Iterator:
+    """``distributed.Client(address, **options)``, closed on leaving. A client that fails to
+    connect is closed before this raises: left to the garbage collector, its ``__del__`` could
+    run inside the next Client's start, which holds Dask's loop lock, and its ``close`` would
+    wait on that lock for ever (seen: a run hung in
+    test_the_local_cluster_refuses_a_client_without_its_credentials). So the collector is off
+    while a client starts, and a failed one's frames are let go and collected at once."""
+    from distributed import Client
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        client = Client(address, **options)
+    except BaseException as error:
+        chained, seen = error, set()
+        while chained is not None and id(chained) not in seen:  # the frames hold the client
+            seen.add(id(chained))
+            chained.__traceback__ = None
+            chained = chained.__cause__ or chained.__context__
+        gc.collect()
+        raise
+    finally:
+        if enabled:
+            gc.enable()
+    with client:
+        yield client
+
+
 def test_the_local_cluster_refuses_a_client_without_its_credentials():
     pytest.importorskip("cryptography", reason="TLS credentials need cryptography")
-    from distributed import Client
     from distributed.security import Security
 
     from instructor.autograde import Engine, local_cluster_options
@@ -52,7 +83,8 @@ def test_the_local_cluster_refuses_a_client_without_its_credentials():
             (address, Security.temporary()),
         ):
             with pytest.raises((OSError, TimeoutError, TypeError)):  # TypeError: no certificate
-                Client(where, timeout=3, security=security)
+                with _client(where, timeout=3, security=security):
+                    pass
 
 
 def test_without_cryptography_the_local_cluster_has_no_port(monkeypatch):
@@ -104,12 +136,10 @@ def _credentials(folder: Path) -> dict[str, str]:
 
 
 def _wait_for_a_worker(address: str, log: Path) -> None:
-    from distributed import Client
-
     deadline = time.monotonic() + 120
     while True:
         try:
-            with Client(address, timeout=10) as client:
+            with _client(address, timeout=10) as client:
                 if client.scheduler_info()["workers"]:
                     return
         except (OSError, TimeoutError):
@@ -129,7 +159,6 @@ def test_autograde_on_a_scheduler_and_a_worker_started_apart(released_course, tm
         pytest.importorskip("cryptography", reason="making TLS credentials needs cryptography")
     import dask
     from autograde_fakes import fake_grade, marks
-    from distributed import Client
 
     from instructor import autograde as pipeline
     from instructor.course import Course
@@ -198,7 +227,8 @@ def test_autograde_on_a_scheduler_and_a_worker_started_apart(released_course, tm
             from distributed.security import Security
 
             with pytest.raises((OSError, TimeoutError, TypeError)):
-                Client(address, timeout=3, security=Security(require_encryption=True))
+                with _client(address, timeout=3, security=Security(require_encryption=True)):
+                    pass
     finally:
         for process in processes:
             os.killpg(process.pid, 15)

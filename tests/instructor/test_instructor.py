@@ -246,7 +246,8 @@ PRELUDE = {
 # Students whose functions are hostile: {student: {function: kind}}. Each kind earns nothing
 # unless what it attacks gives way, so the exact expected score is known.
 CLASS = {
-    "crash": {"lookup": "loop", "one_hot_lookup": "exit", "add_positions": "segfault"},
+    # the loop on the function with the fewest checks: each of them waits out its time limit
+    "crash": {"nearest": "loop", "one_hot_lookup": "exit", "add_positions": "segfault"},
     "limits": {"lookup": "memhog", "one_hot_lookup": "forkflood", "add_positions": "output"},
     "cheat": {"lookup": "patched", "one_hot_lookup": "eq"},
     "snoop": {"lookup": "reader", "one_hot_lookup": "writer", "add_positions": "network"},
