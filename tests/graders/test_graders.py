@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_replay import SECRET  # the secret seed the replaying submission meets
 
 import graders
 from core.manifest import load_manifest
@@ -44,8 +45,13 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def solutions_report(tmp_path_factory) -> tuple[dict, Path]:
+    """solutions/ graded live, public and hidden checks, on inputs drawn from a secret seed:
+    drawn inputs still judge. On the public seed's inputs the release records every public
+    check's answer only after the reference passed it (instructor/release.py), and
+    test_released_graders grades solutions/ on them again."""
     path = tmp_path_factory.mktemp("solutions") / "report.json"
-    return graders.grade(ROOT / "solutions", hidden=True, json_path=path), path
+    report = graders.grade(ROOT / "solutions", hidden=True, json_path=path, input_seed=SECRET)
+    return report, path
 
 
 @pytest.mark.slow
