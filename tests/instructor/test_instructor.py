@@ -159,7 +159,9 @@ WRONG = "torch.zeros(1)"  # what a hostile function returns when the defence it 
 
 # Hostile bodies; ``{ok}`` is the reference's answer, returned only if the defence failed.
 HOSTILE = {
-    "loop": "    while True:\n        pass\n",
+    # Never returns. It sleeps rather than spins: the limit is on wall-clock time, so a busy loop
+    # ends alike (test_hostile's shift spins), and the wait leaves the cores to the other tests.
+    "loop": "    import time\n    while True:\n        time.sleep(0.05)\n",
     "exit": "    import os\n    os._exit(0)\n",
     "segfault": "    import ctypes\n    return ctypes.string_at(0)\n",
     "memhog": (
