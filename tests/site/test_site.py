@@ -94,7 +94,11 @@ def instructor_site(tmp_path_factory) -> Path:
     chapter's); the reference pages of every lesson are made whatever the chapters."""
     return build_mini_site(
         tmp_path_factory.mktemp("instructor-site"),
-        {f"{INSTRUCTOR_CHAPTER['number']}. Training pairs": INSTRUCTOR_CHAPTER["page"]},
+        {
+            f"{INSTRUCTOR_CHAPTER['number']}. {INSTRUCTOR_CHAPTER['title']}": INSTRUCTOR_CHAPTER[
+                "page"
+            ]
+        },
         env={"COURSE_INSTRUCTOR": "1"},
     )
 
