@@ -295,7 +295,8 @@ WRONG: list[Variant] = [
         changed(
             TRAIN_BPE,
             "if i + 1 < len(word) and (word[i], word[i + 1]) == best:",
-            "if joined not in out and i + 1 < len(word) and (word[i], word[i + 1]) == best:",
+            # no merge yet in this piece on this round: the output is as long as the input read
+            "if i == len(out) and i + 1 < len(word) and (word[i], word[i + 1]) == best:",
         ),
     ),
     V(
