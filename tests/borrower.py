@@ -44,6 +44,15 @@ def _files():
                     yield os.path.join(folder, name)
 
 
+_listed = []
+
+
+def _file_list():  # walked once per process: every name is looked for in all the files found
+    if not _listed:
+        _listed.append(list(_files()))
+    return _listed[0]
+
+
 def _candidates(name):
     found = []
     for module in list(sys.modules.values()):
@@ -67,7 +76,7 @@ def _candidates(name):
                     found.append(obj)
             frame = frame.f_back
     if SEARCH_FILES:
-        for path in _files():
+        for path in _file_list():
             try:
                 spec = importlib.util.spec_from_file_location("borrowed_" + str(len(found)), path)
                 module = importlib.util.module_from_spec(spec)
