@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script, sys.path[0] is tools/
+# Run as a script, sys.path[0] is tools/. Only then: loaded by instructor.release from another
+# tree (a course's copy), the module must not put that tree's packages before the caller's.
+if __name__ == "__main__" and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from core.manifest import Lesson, load_manifest  # noqa: E402

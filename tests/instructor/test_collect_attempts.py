@@ -7,9 +7,9 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-import pytest
+from extras import require_extra
 
-pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 
 LESSON = "embeddings"
 MODULE = f"{LESSON}/exercises/embeddings.py"

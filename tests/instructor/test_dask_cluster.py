@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from extras import require_extra
 
-pytest.importorskip("distributed", reason="the grading extra (Dask distributed) is missing")
-pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+require_extra("distributed", "the grading extra (Dask distributed) is missing")
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"

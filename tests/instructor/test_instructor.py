@@ -23,8 +23,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from extras import require_extra
 
-pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 import nbformat  # noqa: E402 - nbgrader brings it
 from borrower import borrowing_module  # noqa: E402
 from system_packages import require  # noqa: E402

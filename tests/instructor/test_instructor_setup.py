@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from extras import require_extra
 
-pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,8 @@ One small site (chapter 3 and the progress page, built through an inheriting con
 folder of links to the repository, so the real hooks and pages are used) is served by the
 course server with a student package that has `shift` done and `window_starts` still a stub.
 The browser runs a block, edits and reruns it, switches to "with my code", stops a runaway
-block, grades, and watches the progress page follow. Screenshots go to build/screenshots/run-*.
+block (in a second tab, while the first goes on), grades, and watches the progress page
+follow. Screenshots go to build/screenshots/run-*.
 """
 
 from __future__ import annotations
@@ -234,13 +235,38 @@ def _wait_for_kernels(page, count: int, message: str) -> None:
 
 def _run(page, index: int):
     """Press Run on block `index` and wait for its status; return its output area."""
-    bar = page.locator(".course-cell-bar").nth(index)
-    bar.locator(".course-run").click()
-    status = bar.locator(".course-cell-status")
+    page.locator(".course-cell-bar").nth(index).locator(".course-run").click()
+    return _finished(page, index)
+
+
+def _finished(page, index: int):
+    """Wait until block `index` has run (its status is no longer queued or running)."""
+    status = page.locator(".course-cell-bar").nth(index).locator(".course-cell-status")
     page.wait_for_function(
         "el => !['', 'queued…', 'running…'].includes(el.textContent)", arg=status.element_handle()
     )
     return page.locator(".course-live-output").nth(index)
+
+
+RUNAWAY = "import time\nwhile True:\n    time.sleep(0.05)"
+
+
+def _start_runaway(page, index: int):
+    """A second tab of the chapter (a kernel of its own) whose block `index`, edited to run
+    forever, is running when this returns. It sleeps rather than spins (the interrupt stops
+    either), leaving the cores to the other tests; the first tab goes on meanwhile, so the
+    test waits out the block's limit once, beside the rest of its work."""
+    tab = page.context.new_page()
+    tab.goto(page.url)
+    bar = tab.locator(".course-cell-bar").nth(index)
+    bar.locator(".course-edit").click()
+    tab.locator(".course-editor").fill(RUNAWAY)
+    bar.locator(".course-run").click()
+    tab.wait_for_function(  # the kernel started and the blocks above ran: the runaway runs
+        "el => el.textContent === 'running…'",
+        arg=bar.locator(".course-cell-status").element_handle(),
+    )
+    return tab
 
 
 def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
@@ -265,6 +291,7 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     assert live.strip() and live.strip() == static.strip()
     assert len(_kernels(page)) == 1  # one kernel for the page, started by the first Run
     _shot(page, "1-run")
+    runaway = _start_runaway(page, first)
 
     # Edit and run again: the output follows the edit.
     bar = page.locator(".course-cell-bar").nth(first)
@@ -275,11 +302,6 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     assert "edited 42" in out.text_content()
     _shot(page, "2-edited")
 
-    # A runaway block is stopped with a message; the kernel keeps working. It sleeps rather
-    # than spins (the interrupt stops either), leaving the cores to the other tests meanwhile.
-    editor.fill("import time\nwhile True:\n    time.sleep(0.05)")
-    out = _run(page, first)
-    assert f"Stopped: this block ran for more than {BLOCK_TIMEOUT}" in out.text_content()
     editor.fill("print('x' * 100_000)")
     out = _run(page, first)
     assert "Output stopped" in out.text_content()
@@ -290,7 +312,9 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     editor.fill("print('still alive')")
     out = _run(page, first)  # a new kernel: the blocks above run first, then this one
     assert "still alive" in out.text_content()
-    _wait_for_kernels(page, 1, "the dead kernel was not deleted")
+    _wait_for_kernels(
+        page, 2, "the dead kernel was not deleted (left: this tab's new one and the runaway tab's)"
+    )
     _shot(page, "3-stopped")
     bar.locator(".course-reset").click()  # the block's own code again
 
@@ -336,6 +360,16 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     assert "not graded" not in box.text_content()
     box.scroll_into_view_if_needed()
     _shot(page, "5-box-graded")
+
+    # The runaway block of the second tab is stopped with a message; its kernel keeps working,
+    # and closing the tab shuts it down.
+    out = _finished(runaway, first)
+    assert f"Stopped: this block ran for more than {BLOCK_TIMEOUT}" in out.text_content()
+    runaway.locator(".course-editor").fill("print('still', 'working')")
+    assert "still working" in _run(runaway, first).text_content()
+    _shot(runaway, "5-runaway-stopped")
+    runaway.close()
+    _wait_for_kernels(page, 1, "the runaway tab's kernel outlived the tab")
 
     # A quiz answered right on the chapter (mkdocs_quiz keeps it in the browser) shows too.
     quiz = page.locator("article .quiz:not([data-quiz-type]):has(input[data-correct])").first

@@ -619,7 +619,9 @@ class Browser:
             self.offsite.append(url)
             route.abort()
 
-    def open(self, path: str):
+    def open(self, path: str, *, wait: bool = True):
+        """A new tab on ``path``; with ``wait=False`` it returns as soon as the page starts
+        loading (``ready`` then waits for it), so several pages can load at once."""
         page = self.context.new_page()
         page.on(
             "console",
@@ -632,7 +634,12 @@ class Browser:
                 self.errors.append(f"{path}: HTTP {r.status} {r.url}") if r.status >= 400 else None
             ),
         )
-        page.goto(self.base + path, wait_until="load")
+        page.goto(self.base + path, wait_until="load" if wait else "commit")
+        return self.ready(page) if wait else page
+
+    @staticmethod
+    def ready(page):
+        page.wait_for_load_state("load")
         page.wait_for_selector("article h1")
         return page
 
@@ -724,20 +731,27 @@ LAYOUT_PROBLEMS = """([path, width]) => {
 }"""
 
 
+TOUR_TABS = 4  # pages the tour loads at once: each waits for its network to go quiet
+
+
 @pytest.fixture(scope="module")
 def page_tour(site: Path, browser: Browser) -> dict[str, list[str]]:
     """Every page, opened once: what its console said (read by ``browser.assert_clean``) and
     its layout problems at a desktop's width and then at a phone's (390 px). One visit per
-    page serves both tests below (a page's load is most of their time)."""
+    page serves both tests below (a page's load is most of their time), a few pages at once."""
     pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
     problems = []
-    for path in pages:
-        page = browser.open("" if path == "." else path + "/")
-        page.wait_for_load_state("networkidle")
-        for width in (1280, 390):
-            page.set_viewport_size({"width": width, "height": 844})
-            problems += page.evaluate(LAYOUT_PROBLEMS, [path, width])
-        page.close()
+    for start in range(0, len(pages), TOUR_TABS):
+        tabs = [
+            (path, browser.open("" if path == "." else path + "/", wait=False))
+            for path in pages[start : start + TOUR_TABS]
+        ]
+        for path, page in tabs:
+            browser.ready(page).wait_for_load_state("networkidle")
+            for width in (1280, 390):
+                page.set_viewport_size({"width": width, "height": 844})
+                problems += page.evaluate(LAYOUT_PROBLEMS, [path, width])
+            page.close()
     return {"pages": pages, "problems": problems}
 
 
