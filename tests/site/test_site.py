@@ -669,29 +669,30 @@ def browser(server: str, tmp_path_factory) -> Iterator[Browser]:
             context.close()
 
 
-def test_every_chapter_renders_with_working_exercise_links(browser: Browser) -> None:
+def test_every_chapter_renders_with_working_exercise_links(
+    page_tour: dict, site: Path, browser: Browser
+) -> None:
+    """Each chapter, as the browser showed it on the tour: a title, one visible exercise box,
+    a link per function at least, and every link reaching a page of the site (and its
+    section, where it names one)."""
+    facts = page_tour["facts"]
     for lesson in LESSONS:
-        path = page_dir(lesson["page"]) + "/"
-        page = browser.open(path)
-        assert page.locator("article h1").first.inner_text().strip()
-        box = page.locator("article .admonition.exercise")
-        assert box.count() == 1, f"{path}: exercise box missing"
-        assert box.is_visible()
-        links = box.locator("a").evaluate_all("els => els.map(a => a.getAttribute('href'))")
-        assert len(links) >= len(lesson["functions"])
-        for href in links:
-            target = urljoin(page.url, href)
-            url, fragment = target.split("#", 1) if "#" in target else (target, "")
-            if urlsplit(url).path != urlsplit(page.url).path:
-                response = page.request.get(url)
-                assert response.status == 200, f"{path}: {href} -> HTTP {response.status}"
-                other = browser.open(url.removeprefix(browser.base))
-                if fragment:
-                    assert other.locator(f"[id='{fragment}']").count() == 1, f"{path}: {href}"
-                other.close()
-            elif fragment:
-                assert page.locator(f"[id='{fragment}']").count() == 1, f"{path}: {href}"
-        page.close()
+        path = page_dir(lesson["page"])
+        shown = facts[path]
+        assert shown["title"], f"{path}: no title"
+        assert len(shown["exercises"]) == 1, f"{path}: exercise box missing"
+        box = shown["exercises"][0]
+        assert box["visible"], f"{path}: the exercise box is hidden"
+        assert len(box["links"]) >= len(lesson["functions"]), box["links"]
+        for href in box["links"]:
+            target = urlsplit(urljoin(f"http://site/{path}/", href))
+            folder = target.path.strip("/").removesuffix("index.html").strip("/") or "."
+            if folder in facts:
+                assert not target.fragment or target.fragment in facts[folder]["ids"], (
+                    f"{path}: {href} names no section of {folder}"
+                )
+            else:
+                assert (site / target.path.lstrip("/")).is_file(), f"{path}: {href} is missing"
     browser.assert_clean()
 
 
@@ -732,15 +733,34 @@ LAYOUT_PROBLEMS = """([path, width]) => {
 
 
 TOUR_TABS = 4  # pages the tour loads at once: each waits for its network to go quiet
+TOUR_READER = "12"  # the quiz reader seed during the tour (options are shuffled per reader)
+
+# What the tour reads from each page once it has loaded (its scripts have run).
+PAGE_FACTS = """() => ({
+    title: (document.querySelector('article h1') || {innerText: ''}).innerText.trim(),
+    ids: [...document.querySelectorAll('[id]')].map(el => el.id),
+    exercises: [...document.querySelectorAll('article .admonition.exercise')].map(box => ({
+        visible: box.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true}),
+        links: [...box.querySelectorAll('a')].map(a => a.getAttribute('href')),
+    })),
+    answers: [...document.querySelectorAll('article .quiz fieldset')].map(
+        f => [...f.querySelectorAll(':scope > div > input')]
+             .findIndex(i => i.hasAttribute('data-correct'))),
+})"""
 
 
 @pytest.fixture(scope="module")
-def page_tour(site: Path, browser: Browser) -> dict[str, list[str]]:
-    """Every page, opened once: what its console said (read by ``browser.assert_clean``) and
-    its layout problems at a desktop's width and then at a phone's (390 px). One visit per
-    page serves both tests below (a page's load is most of their time), a few pages at once."""
+def page_tour(site: Path, browser: Browser) -> dict:
+    """Every page, opened once, a few at a time: what its console said (read by
+    ``browser.assert_clean``), its layout problems at a desktop's width and then at a phone's
+    (390 px), and what it shows (``PAGE_FACTS``, by page folder: "." for the home page), with
+    one reader's quiz seed. One visit per page serves the tests that read these (a page's load
+    is most of their time)."""
     pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
-    problems = []
+    home = browser.open("")
+    home.evaluate(f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
+    home.close()
+    problems, facts = [], {}
     for start in range(0, len(pages), TOUR_TABS):
         tabs = [
             (path, browser.open("" if path == "." else path + "/", wait=False))
@@ -748,11 +768,12 @@ def page_tour(site: Path, browser: Browser) -> dict[str, list[str]]:
         ]
         for path, page in tabs:
             browser.ready(page).wait_for_load_state("networkidle")
+            facts[path] = page.evaluate(PAGE_FACTS)
             for width in (1280, 390):
                 page.set_viewport_size({"width": width, "height": 844})
                 problems += page.evaluate(LAYOUT_PROBLEMS, [path, width])
             page.close()
-    return {"pages": pages, "problems": problems}
+    return {"pages": pages, "problems": problems, "facts": facts}
 
 
 def test_no_console_errors_on_any_page(page_tour: dict, browser: Browser) -> None:
@@ -914,19 +935,18 @@ def test_quiz_options_are_shuffled_the_same_way_for_one_reader(browser: Browser)
     other = fresh_chapter(browser, "objective", seed="12")
     assert option_orders(other) != orders, "two readers got the same order on every question"
     other.close()
-    # Across the course the right answer is not kept in one place.
-    places = []
-    for lesson in LESSONS:
-        page = browser.open(page_dir(lesson["page"]) + "/")
-        page.locator("article .quiz").first.wait_for(state="attached")
-        places += page.evaluate(
-            """() => [...document.querySelectorAll('article .quiz fieldset')].map(
-                   f => [...f.querySelectorAll(':scope > div > input')]
-                        .findIndex(i => i.hasAttribute('data-correct')))"""
-        )
-        page.close()
-    assert max(places.count(place) for place in set(places)) < 0.5 * len(places), places
     browser.assert_clean()
+
+
+def test_the_right_answer_moves_across_the_course(page_tour: dict) -> None:
+    """For one reader (the tour's), the right option is not kept in one place."""
+    places = [
+        place
+        for lesson in LESSONS
+        for place in page_tour["facts"][page_dir(lesson["page"])]["answers"]
+    ]
+    assert len(places) >= len(LESSONS), places
+    assert max(places.count(place) for place in set(places)) < 0.5 * len(places), places
 
 
 def test_quiz_answer_can_be_retried(browser: Browser) -> None:
