@@ -53,6 +53,18 @@ def instructor(course: Path, *args: str, timeout: float = 600) -> subprocess.Com
     )
 
 
+def instructor_here(capfd: pytest.CaptureFixture, course: Path, *args: str) -> tuple[int, str, str]:
+    """An instructor command run in this process (:func:`instructor.__main__.main`, as the
+    command line runs it, without a second of interpreter start-up): its exit status, and
+    what it printed to standard output and to standard error."""
+    from instructor.__main__ import main
+
+    capfd.readouterr()  # what came before is not the command's
+    status = main(["--course", str(course), *args])
+    out, err = capfd.readouterr()
+    return status, out, err
+
+
 # -- quick tests ----------------------------------------------------------------------------------
 
 
@@ -971,7 +983,7 @@ def test_autograde_records_every_submission_and_skips_what_it_cannot_grade(fake_
     assert hidden not in shown  # a hidden check's cell shows its points only
 
 
-def test_instructor_commands_handle_lessons_without_submissions(fake_class):
+def test_instructor_commands_handle_lessons_without_submissions(fake_class, capfd):
     """feedback, export and report on a course whose other lessons nobody submitted: each
     says so once and goes on; exports tell "not submitted" from 0, and name hidden checks."""
     course = fake_class["course"].root
@@ -979,9 +991,9 @@ def test_instructor_commands_handle_lessons_without_submissions(fake_class):
     assert others
     said = {}
     for command in ("feedback", "export", "report"):
-        done = instructor(course, command, timeout=300)
-        said[command] = done.stdout + done.stderr
-        assert done.returncode == 0, said[command][-3000:]
+        status, out, err = instructor_here(capfd, course, command)
+        said[command] = out + err
+        assert status == 0, said[command][-3000:]
         assert "Traceback" not in said[command]
     feedback = said["feedback"]
     assert feedback.count("no autograded submissions for") == 1
@@ -1682,7 +1694,7 @@ def test_gradescope_results_carry_the_hint_and_link_of_a_failed_check():
     )
 
 
-def test_release_autograde_report_and_export_on_postgresql(postgres, tmp_path, monkeypatch):
+def test_release_autograde_report_and_export_on_postgresql(postgres, tmp_path, monkeypatch, capfd):
     """The gradebook's URL is given once, to release: autograde, report and export then use
     it without being told, none of them prints its password, and a command pointed at a
     gradebook without the course's lessons says how to switch."""
@@ -1708,16 +1720,18 @@ def test_release_autograde_report_and_export_on_postgresql(postgres, tmp_path, m
     )
     assert [o.recorded for o in outcomes] == [True, True], [o.notes for o in outcomes]
     for command in ("report", "export"):
-        done = instructor(course, command, timeout=300)
-        said.append(done.stdout + done.stderr)
-        assert done.returncode == 0, said[-1][-3000:]
+        status, out, err = instructor_here(capfd, course, command)
+        said.append(out + err)
+        assert status == 0, said[-1][-3000:]
     assert not (course / "gradebook.db").exists()  # nothing fell back to SQLite
     rows = [r for r in csv.DictReader((course / "grades.csv").open()) if r["assignment"] == LESSON]
     assert {r["student_id"]: r["status"] for r in rows} == {"ann": "graded", "bob": "graded"}
     report = (course / "reports" / "mistakes.csv").read_text()
     assert STUDENT_MISTAKE in report and "bob" in report
-    done = instructor(course, "report", "--gradebook", f"sqlite:///{tmp_path / 'new.db'}")
-    said.append(done.stdout + done.stderr)
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and "release into it" in lines[0], lines
+    status, out, err = instructor_here(
+        capfd, course, "report", "--gradebook", f"sqlite:///{tmp_path / 'new.db'}"
+    )
+    said.append(out + err)
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and "release into it" in lines[0], lines
     assert not any("s3cret" in text for text in said)
