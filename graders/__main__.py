@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from rich.console import Console
 
-    from .answers import seed_from_environment
     from .report import render_lesson, render_total
     from .runner import DEFAULT_REPORT, GradingError, grade
+    from .seed import seed_from_environment
 
     # A console on its own copy of standard output: pytest's output capture does not touch it.
     console = Console(

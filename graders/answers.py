@@ -45,9 +45,9 @@ grade is decided (instructor autograde, the Gradescope autograder) the checker t
 every input from a secret seed instead of the public one: :func:`drawn` mixes it into each
 input builder's own seed (graders/checking.py), and the answers are computed live. The seed
 comes from the environment variable ``COURSE_INPUT_SEED`` of the grading run
-(:func:`seed_from_environment`, which removes it before any worker starts); the student's own
-grading and the project's tests use :data:`PUBLIC_SEED`, with which every input is the
-release's.
+(:func:`graders.seed.seed_from_environment`, which removes it before any worker starts); the
+student's own grading and the project's tests use :data:`PUBLIC_SEED`, with which every input
+is the release's.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,11 +63,11 @@ from typing import Any
 
 import torch
 
+from .seed import PUBLIC_SEED
+
 FORMAT = 1
 HERE = Path(__file__).resolve().parent
 FILES = "answers_*.pt"  # in graders/public/: answers_<lesson>.pt
-PUBLIC_SEED = 0  # the inputs the release records and replays
-SEED_VARIABLE = "COURSE_INPUT_SEED"  # a grading run's secret seed (instructor autograde)
 _UNSET = object()
 _MISSING = object()
 
@@ -227,18 +226,6 @@ def drawn(seed: int) -> int:
         return seed
     mixed = hashlib.sha256(b"course-inputs:%d:%d" % (_input_seed, seed)).digest()
     return int.from_bytes(mixed[:8], "little") >> 1
-
-
-def seed_from_environment() -> int:
-    """The grading run's seed: ``COURSE_INPUT_SEED`` (removed from the environment, so no
-    process started later inherits it), else ``PUBLIC_SEED``."""
-    text = os.environ.pop(SEED_VARIABLE, "").strip()
-    if not text:
-        return PUBLIC_SEED
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{SEED_VARIABLE} must be an integer, not {text!r}") from None
 
 
 # -- recording ----------------------------------------------------------------------------------

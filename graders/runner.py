@@ -16,6 +16,7 @@ from core.manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_man
 
 from .report import Report
 from .sandbox import worker_command
+from .seed import PUBLIC_SEED, SEED_VARIABLE
 
 # torch, pytest and the harness load only once the arguments are known to be good, so that a
 # usage error is reported at once.
@@ -148,9 +149,9 @@ def grade(
     from .plugin import GradingPlugin
 
     answers.prepare()  # the oracles (or recorded answers) load before any student code runs
-    if input_seed != answers.PUBLIC_SEED and not answers.live():
+    if input_seed != PUBLIC_SEED and not answers.live():
         raise GradingError(
-            f"{answers.SEED_VARIABLE} needs the instructor's tree (graders/secret/): "
+            f"{SEED_VARIABLE} needs the instructor's tree (graders/secret/): "
             "a release grades its recorded inputs only; unset it"
         )
 

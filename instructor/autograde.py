@@ -288,11 +288,18 @@ class Engine:
         if self.client is not None:
             from distributed import as_completed
 
+            # In the order given (Dask's own order is its keys' hashes): the progress lines and
+            # a rerun follow the submissions' order, and what is submitted first starts first.
             futures = {
                 self.client.submit(
-                    fn, *args, **kwargs, key=f"grade-{key[0]}-{key[1]}-{key[2]}", pure=False
+                    fn,
+                    *args,
+                    **kwargs,
+                    key=f"grade-{key[0]}-{key[1]}-{key[2]}",
+                    pure=False,
+                    priority=len(tasks) - rank,
                 ): key
-                for key, (fn, args, kwargs) in tasks.items()
+                for rank, (key, (fn, args, kwargs)) in enumerate(tasks.items())
             }
             done = as_completed(list(futures), with_results=True, raise_errors=False)
             for batch in done.batches():

@@ -150,6 +150,20 @@ def test_cli_bad_usage_is_one_line_and_nonzero(args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
 
 
+def test_cli_bad_usage_is_reported_before_torch_loads():
+    """A mistyped lesson or folder costs a third of a second, not torch's start-up."""
+    code = (
+        "import sys\n"
+        "from graders.__main__ import main\n"
+        "codes = [main(['nosuchlesson']), main(['--target', 'no/such/dir'])]\n"
+        "print(codes, 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "[2, 2] False", done.stdout + done.stderr
+
+
 def test_a_check_without_a_test_is_a_grading_error(tmp_path):
     manifest = (ROOT / "course" / "lessons.toml").read_text()
     extra = """

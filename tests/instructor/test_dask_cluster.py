@@ -102,6 +102,33 @@ def test_without_cryptography_the_local_cluster_has_no_port(monkeypatch):
         assert engine.client.submit(_answer).result(timeout=60) == 42
 
 
+def _started() -> int:
+    return time.monotonic_ns()
+
+
+def test_tasks_start_in_the_order_they_are_given(monkeypatch):
+    """Dask orders tasks of equal priority by their keys' hashes; autograde's follow the
+    submissions' order (so the first submitted starts first, and a rerun grades alike)."""
+    from distributed.security import Security
+
+    from instructor.autograde import Engine
+
+    def missing(cls, **kwargs):  # an in-process cluster: no worker processes to start
+        raise ImportError("Using `Security.temporary` requires `cryptography`")
+
+    monkeypatch.setattr(Security, "temporary", classmethod(missing))
+    given = [(student, LESSON, "0" * 16) for student in ("zoe", "crash", "ann", "moe", "bob")]
+    given += [(f"student{i:02d}", LESSON, "0" * 16) for i in range(20, 0, -1)]
+    with Engine("dask", workers=1) as engine:
+        started = {
+            key: result
+            for batch in engine.run({key: (_started, (), {}) for key in given})
+            for key, result, error in batch
+            if error is None
+        }
+    assert sorted(started, key=started.__getitem__) == given
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
