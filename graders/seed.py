@@ -1,6 +1,7 @@
-"""The seed a grading run draws its checks' inputs from (see graders/answers.py, "Secret
-inputs"). Apart from answers.py, which imports torch, so that ``python -m graders`` reads it
-before it knows its arguments are good without paying for torch."""
+"""The seed a grading run draws its checks' inputs from (graders/answers.py, "Secret inputs").
+
+A module of its own, without torch: ``python -m graders`` reads the seed before it has checked
+its arguments, and a bad argument must not wait for torch to load."""
 
 from __future__ import annotations
 

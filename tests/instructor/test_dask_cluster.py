@@ -88,15 +88,20 @@ def test_the_local_cluster_refuses_a_client_without_its_credentials():
                     pass
 
 
-def test_without_cryptography_the_local_cluster_has_no_port(monkeypatch):
+@pytest.fixture
+def without_cryptography(monkeypatch) -> None:
+    """Temporary credentials cannot be made: the local cluster runs in this process."""
     from distributed.security import Security
-
-    from instructor.autograde import Engine
 
     def missing(cls, **kwargs):
         raise ImportError("Using `Security.temporary` requires `cryptography`")
 
     monkeypatch.setattr(Security, "temporary", classmethod(missing))
+
+
+def test_without_cryptography_the_local_cluster_has_no_port(without_cryptography):
+    from instructor.autograde import Engine
+
     with Engine("dask", workers=1) as engine:
         assert engine.cluster.scheduler_address.startswith("inproc://")
         assert engine.client.submit(_answer).result(timeout=60) == 42
@@ -106,17 +111,12 @@ def _started() -> int:
     return time.monotonic_ns()
 
 
-def test_tasks_start_in_the_order_they_are_given(monkeypatch):
+def test_tasks_start_in_the_order_they_are_given(without_cryptography):
     """Dask orders tasks of equal priority by their keys' hashes; autograde's follow the
-    submissions' order (so the first submitted starts first, and a rerun grades alike)."""
-    from distributed.security import Security
-
+    submissions' order (so the first submitted starts first, and a rerun grades alike). The
+    cluster is an in-process one: no worker processes to start."""
     from instructor.autograde import Engine
 
-    def missing(cls, **kwargs):  # an in-process cluster: no worker processes to start
-        raise ImportError("Using `Security.temporary` requires `cryptography`")
-
-    monkeypatch.setattr(Security, "temporary", classmethod(missing))
     given = [(student, LESSON, "0" * 16) for student in ("zoe", "crash", "ann", "moe", "bob")]
     given += [(f"student{i:02d}", LESSON, "0" * 16) for i in range(20, 0, -1)]
     with Engine("dask", workers=1) as engine:
