@@ -60,8 +60,8 @@ PYTHON="${{PYTHON:-$VENV/bin/python}}"
 if [ "${{1:-}}" != "--check" ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update
-    apt-get install -y --no-install-recommends software-properties-common gpg-agent \\
-        bubblewrap util-linux passwd
+    apt-get install -y --no-install-recommends ca-certificates software-properties-common \\
+        gpg-agent bubblewrap util-linux passwd
     add-apt-repository -y ppa:deadsnakes/ppa
     apt-get update
     apt-get install -y --no-install-recommends python3.11 python3.11-venv

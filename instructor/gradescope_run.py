@@ -248,6 +248,7 @@ def choose_isolation(target: Path, secret: list[Path]) -> Isolation:
         reasons.append("bubblewrap is not installed (no bwrap on PATH)")
     why = probe_user([SOURCE / "gpt", target], [*lock_secrets(), *secret])
     if why is None:
+        print(f"not sandboxed: {reasons[0]}", flush=True)
         from graders.worker_user import WORKER_USER_VARIABLE
 
         return Isolation(
@@ -285,11 +286,10 @@ def load_config() -> dict[str, Any]:
 
 
 def grade(root: Path) -> dict[str, Any]:
-    if sys.version_info < MIN_PYTHON:
-        return not_graded(
-            f"the autograder runs Python {sys.version.split()[0]} and the graders need "
-            f"{'.'.join(map(str, MIN_PYTHON))} or later (setup.sh installs it)"
-        )
+    try:
+        python_version()
+    except RuntimeError as error:
+        return not_graded(f"the graders need a newer Python than this autograder's {error}")
     config = load_config()
     lesson, module = config["lesson"], config["module"]
     upload = find_upload(root / "submission", module)
@@ -423,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(os.environ.get("AUTOGRADER_ROOT", "/autograder"))
     out = root / "results" / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:  # Gradescope: the student's code, as another user, cannot write there
+        out.parent.chmod(0o755)
     data = json.dumps(grade(root), indent=1) + "\n"
     partial = out.with_name(".results.json.partial")
     partial.write_text(data, encoding="utf-8")
