@@ -43,7 +43,7 @@ SOURCE = Path(__file__).resolve().parent
 PACKAGE = "exercises"
 TIMEOUT = 900  # seconds for the grading run (Gradescope's own limit is set on its page)
 MIN_PYTHON = (3, 11)
-STUDENT_USER = "course-student"  # the worker's user where bubblewrap cannot start
+STUDENT_USER = "gradescope-student"  # the worker's user where bubblewrap cannot start
 LOCKED = ("graders/secret", "graders/hidden", "course")  # the checker's alone (root's)
 SYSTEM_TOOLS = "/usr/bin:/bin:/usr/sbin:/sbin"  # where root finds useradd, never the PATH
 LEAKED = 3  # the probe's exit status when it could read what it must not
@@ -179,17 +179,15 @@ def _last_line(text: str, fallback: str) -> str:
     return lines[-1] if lines else fallback
 
 
-def probe_sandbox() -> str | None:
-    """None when graders/sandbox.py can start its sandbox here, else why not."""
-    code = (
-        "import sys; from pathlib import Path; from graders.sandbox import worker_command; "
-        "worker_command([], Path(sys.argv[1]), sandbox=True)"
-    )
+def _probe(
+    command: list[str], cwd: Path | str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str] | str:
+    """The probe's finished process, or (a string) why it could not run."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(SOURCE)],
-            cwd=SOURCE,
-            env=_checker_env(),
+        return subprocess.run(
+            command,
+            cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -197,6 +195,17 @@ def probe_sandbox() -> str | None:
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         return str(error)
+
+
+def probe_sandbox() -> str | None:
+    """None when graders/sandbox.py can start its sandbox here, else why not."""
+    code = (
+        "import sys; from pathlib import Path; from graders.sandbox import worker_command; "
+        "worker_command([], Path(sys.argv[1]), sandbox=True)"
+    )
+    done = _probe([sys.executable, "-c", code, str(SOURCE)], SOURCE, _checker_env())
+    if isinstance(done, str):
+        return done
     return None if done.returncode == 0 else _last_line(done.stderr, f"exit {done.returncode}")
 
 
@@ -215,18 +224,9 @@ def probe_user(readable: list[Path], unreadable: list[Path]) -> str | None:
     command += [os.pathsep.join(map(str, readable)), *map(str, unreadable)]
     with tempfile.TemporaryDirectory(prefix="gradescope-probe-") as work:
         env = {"PATH": "/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8"}
-        try:
-            done = subprocess.run(
-                command,
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return str(error)
+        done = _probe(command, work, env)
+    if isinstance(done, str):
+        return done
     if done.returncode == 0:
         return None
     if done.returncode == LEAKED:

@@ -111,34 +111,30 @@ def test_no_isolation_means_not_graded_and_says_why(unpack, tmp_path, monkeypatc
 
 
 def test_the_probe_refuses_a_secret_the_user_can_read(student_user, student_python, open_folder):
-    """A secret left readable (a file of mode 0644) is named, and the fallback is refused."""
+    """A secret left readable (a file of mode 0644) is named, and the fallback refused; once
+    it is root's alone (0600), the probe passes."""
     secret = open_folder / "seed"
     secret.write_text("1\n")
-    secret.chmod(0o644)
     code = (
         "import sys; from pathlib import Path; from instructor.gradescope_run import probe_user; "
         "print(probe_user([Path(sys.argv[1])], [Path(sys.argv[2])]))"
     )
-    done = subprocess.run(
-        [student_python, "-c", code, str(open_folder), str(secret)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == (
-        f"user {student_user} can read {secret}, which must be root's alone"
-    )
-    secret.chmod(0o600)
-    done = subprocess.run(
-        [student_python, "-c", code, str(open_folder), str(secret)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.stdout.strip() == "None", done.stderr
+    said = {}
+    for mode in (0o644, 0o600):
+        secret.chmod(mode)
+        done = subprocess.run(
+            [student_python, "-c", code, str(open_folder), str(secret)],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        said[mode] = done.stdout.strip()
+    assert said == {
+        0o644: f"user {student_user} can read {secret}, which must be root's alone",
+        0o600: "None",
+    }
 
 
 def test_setup_refuses_python_older_than_311():
