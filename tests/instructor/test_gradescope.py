@@ -118,6 +118,7 @@ def test_setup_installs_python_311_torch_cpu_and_every_package(gradescope_zip):
     assert checked.returncode == 0, checked.stderr
 
 
+@pytest.mark.slow
 def test_without_bubblewrap_the_upload_runs_as_an_unprivileged_user_away_from_the_secrets(
     gradescope_zip, unpack, student_user, student_python, path_without_bwrap
 ):
@@ -186,6 +187,7 @@ def test_the_hostile_upload_reaches_the_secrets_where_permissions_allow(
     } <= reached
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("bubblewrap")
 def test_with_bubblewrap_the_upload_is_graded_in_the_sandbox(gradescope_zip, unpack):
     """Where bwrap starts, the worker runs in the sandbox: the reference uploaded alone scores
