@@ -6,6 +6,7 @@ import os
 import pwd
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,17 @@ def test_the_prefix_runs_the_command_as_that_user_in_a_folder_of_its_own(tmp_pat
         timeout=60,
     )
     assert status.stdout.split() == ["CapEff:", "0000000000000000"], status.stderr
+
+
+def test_grading_with_a_user_that_cannot_be_had_stops_with_one_line(monkeypatch, capfd):
+    """Before any worker starts, as the sandbox's preflight does: no traceback."""
+    from graders.__main__ import main
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv(WORKER_USER_VARIABLE, "no-such-user-of-the-course")
+    assert main(["embeddings", "--target", str(root / "solutions"), "--json", os.devnull]) == 2
+    err = capfd.readouterr().err
+    assert (
+        err == f"error: {WORKER_USER_VARIABLE}=no-such-user-of-the-course: no such user "
+        "(create it with useradd)\n"
+    )
