@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from system_packages import under_ci
@@ -19,7 +20,7 @@ GRADESCOPE_LESSON = "embeddings"
 SITE = "https://course.example.org/gpt/"  # the site the course's release recorded
 
 
-def skip_or_fail(reason: str) -> None:
+def skip_or_fail(reason: str) -> NoReturn:
     """Skip the test with ``reason``; fail it under CI, which must run every test."""
     if under_ci():
         pytest.fail(f"{reason}, and CI must run every test", pytrace=False)
@@ -94,32 +95,46 @@ def student_user() -> str:
     return STUDENT_USER
 
 
-def _others_can_run(path: Path) -> bool:
-    """Whether a user of no group of the owner's can reach ``path`` (every folder above it
-    searchable by others, the file itself readable and executable by them)."""
-    path = path.resolve()
-    folders_ok = all(p.stat().st_mode & 0o001 for p in path.parents)
-    return folders_ok and path.stat().st_mode & 0o005 == 0o005
+def _others_can_reach(path: Path) -> bool:
+    """Whether a user of no group of the owner's can reach ``path`` (every folder above it,
+    as written and resolved, searchable by others) and read it (and run it, or list it)."""
+    resolved = path.resolve()
+    folders = [*Path(os.path.abspath(path)).parents, *resolved.parents]
+    return all(f.stat().st_mode & 0o001 for f in folders) and (
+        resolved.stat().st_mode & 0o005 == 0o005
+    )
 
 
 @pytest.fixture(scope="session")
 def student_python() -> Iterator[str]:
     """An interpreter with this environment's packages that the unprivileged user can run:
-    this one where others may, else (a Python under /root, as pyenv's) the system's Python of
-    the same version in a virtualenv whose .pth adds this environment's site-packages."""
+    this one where others may reach it, else (a Python or a checkout under /root, as pyenv's)
+    the system's Python of the same version in a virtualenv whose .pth adds this environment's
+    site-packages: where others cannot reach those either, bind-mounted into an open folder in
+    a mount namespace of the interpreter's own (a wrapper enters it: the checker and its workers
+    inherit it)."""
+    import shlex
     import site
     import sysconfig
 
     packages = [Path(p) for p in site.getsitepackages()]
-    if _others_can_run(Path(sys.executable)):
+    if all(_others_can_reach(p) for p in [Path(sys.executable), *packages]):
         yield sys.executable
         return
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     system = shutil.which(f"python{version}", path="/usr/bin:/bin")
-    if system is None or not all(_others_can_run(p) for p in packages):
+    if system is None:
         skip_or_fail(
-            f"no Python {version} with this environment's packages that other users can run "
-            f"({sys.executable} is under a private folder, and no /usr/bin/python{version})"
+            f"no Python {version} that other users can run: {sys.executable} is in a private "
+            f"folder, and there is no /usr/bin/python{version}"
+        )
+    private_site = not all(_others_can_reach(p) for p in packages)
+    unshare = shutil.which("unshare", path="/usr/bin:/bin")
+    mount = shutil.which("mount", path="/usr/bin:/bin")
+    if private_site and (os.geteuid() != 0 or unshare is None or mount is None):
+        skip_or_fail(
+            "this environment's site-packages are in a private folder, and binding them into "
+            "an open one needs root, unshare and mount"
         )
     folder = _open_folder("course-student-python-")
     bin_dir = folder / "bin"
@@ -130,12 +145,29 @@ def student_python() -> Iterator[str]:
     (folder / "pyvenv.cfg").write_text(
         f"home = {Path(system).parent}\ninclude-system-site-packages = false\n"
     )
+    binds = []
+    if private_site:
+        for number, path in enumerate(packages):
+            seen = folder / "site" / str(number)
+            seen.mkdir(parents=True)
+            binds.append(f"{mount} --bind {shlex.quote(str(path))} {shlex.quote(str(seen))}")
+        packages = [folder / "site" / str(number) for number in range(len(packages))]
     adds = "".join(f"import site; site.addsitedir({str(p)!r})\n" for p in packages)
     (lib / "course-dev.pth").write_text(adds)
     for path in [folder, *folder.rglob("*")]:
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)
-    yield str(bin_dir / "python")
+    python = str(bin_dir / "python")
+    if binds:
+        inside = " && ".join([*binds, 'exec "$0" "$@"'])
+        wrapper = bin_dir / "python-with-site"
+        wrapper.write_text(
+            f"#!/bin/sh\nexec {unshare} --mount --propagation private /bin/sh -c "
+            f'{shlex.quote(inside)} {shlex.quote(python)} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        python = str(wrapper)
+    yield python
     shutil.rmtree(folder, ignore_errors=True)
 
 
