@@ -70,6 +70,7 @@ from .hints import (
     TOO_MUCH_OUTPUT,
 )
 from .sandbox import worker_command
+from .worker_user import user_prefix
 
 DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
@@ -523,7 +524,8 @@ class WorkerClient:
             "--target",
             str(self.target),
         ]
-        return worker_command(base, self.target, sandbox=self.sandbox)
+        prefix = [] if self.sandbox else user_prefix()  # graders/worker_user.py
+        return [*prefix, *worker_command(base, self.target, sandbox=self.sandbox)]
 
     def _spawn(self) -> _Process:
         """A kept worker that still lives (unsandboxed, in the main thread), else a new one."""

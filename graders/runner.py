@@ -17,6 +17,7 @@ from core.manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_man
 from .report import Report
 from .sandbox import worker_command
 from .seed import PUBLIC_SEED, SEED_VARIABLE
+from .worker_user import WorkerUserError, user_prefix
 
 # torch, pytest and the harness load only once the arguments are known to be good, so that a
 # usage error is reported at once.
@@ -129,6 +130,11 @@ def grade(
         try:
             worker_command([], target_dir, sandbox=True)
         except NotImplementedError as error:
+            raise GradingError(str(error)) from None
+    else:
+        try:
+            user_prefix()  # the user $COURSE_WORKER_USER names, if any (graders/worker_user.py)
+        except WorkerUserError as error:
             raise GradingError(str(error)) from None
     wanted = set(functions) if functions is not None else None
     selected: list[tuple[Lesson, list[Check]]] = []
