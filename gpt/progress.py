@@ -42,6 +42,15 @@ def interval() -> float:
     return seconds
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    """The stream's own answer (FORCE_COLOR, which CI services set for colours, does not
+    turn a log into a terminal)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False
+
+
 class Progress:
     """``with Progress("training", 400, unit="step") as bar: bar.update(note="loss 5.1")``.
 
@@ -74,10 +83,8 @@ class Progress:
     def __enter__(self) -> Progress:
         if not self.enabled:
             return self
-        from rich.console import Console
-
-        console = Console(file=self.stream)
-        if console.is_terminal:
+        if _is_terminal(self.stream):
+            from rich.console import Console
             from rich.markup import escape
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -87,7 +94,7 @@ class Progress:
                 BarColumn(),
                 TextColumn("{task.fields[note]}", markup=False),
                 TimeRemainingColumn(),
-                console=console,
+                console=Console(file=self.stream, force_terminal=True),
                 transient=False,
             )
             self._bar.start()
