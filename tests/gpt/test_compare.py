@@ -62,6 +62,8 @@ def test_untouched_exercises_fall_back_and_claim_nothing(
     assert "Your functions (0)" in out
     assert "training.train_step" in out and "Reference fallbacks (39)" in out
     assert "none of your functions shapes them" in out
+    # Progress where the output is not a terminal: the first step at once, then the end.
+    assert "\nreference run: step 1/2, loss " in out and "\nyour run: step 2/2, loss " in out
     config = json.loads((tmp_path / "run" / "yours" / "config.json").read_text())
     assert config["lessons"] == str(ROOT / "exercises")  # the student's, not "solutions"
     assert config["functions"]["yours"] == [] and len(config["functions"]["reference"]) == 39
