@@ -8,11 +8,17 @@ not implemented yet (its body only raises NotImplementedError) falls back to the
 and is listed as such. With correct code the two loss curves coincide; the first step where
 they part says where to look.
 
-Only what ran can agree: your functions are counted while your run trains, and the report
-says of each whether it took part. Agreement covers only the inputs training gave them, not the
-edge cases the graders try, so the report also names those of them whose checks failed in your
-last grading (``--report``). When the curves part, each of your functions that took part is
-run alone among the reference's, and those whose run parts too are named.
+Only what ran can agree: your functions are counted while your run trains, whatever import
+reached them, and the report says of each whether it took part. Those that run only within
+evaluation and sampling (``training.evaluate``, ``objective.perplexity``,
+``generation.generate`` and what they call) cannot change the training curve: the report shows
+both runs' evaluation loss, perplexity and sample beside the curves for them. Agreement covers
+only the inputs training gave your functions, not the edge cases the graders try, so the report
+also says what your last grading (``--report``) found of them: a failed check, every check
+passed (only for a lesson graded with its files as they are now: the report's fingerprints), or
+graded before the last change. When the curves part, each of your functions that shapes them
+is run alone among the reference's, and those whose run parts too are named. Each run's
+config.json says whose lessons it used, function by function.
 
 Training normally uses library kernels for attention and the loss; when your
 ``attention.attention`` is implemented both runs use the lesson attention, and when your
@@ -29,90 +35,85 @@ This runs your code in this process: it is a learning tool, not a grader.
 
 from __future__ import annotations
 
-import ast
 import functools
-import inspect
 import json
 import math
 import sys
-import textwrap
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.atomic import atomic_write_bytes
 from core.cli import Parser
 from core.manifest import load_manifest
+from gpt.lessons import replace
+from graders.fingerprint import fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 # Relative difference between the two losses above which the runs count as diverged.
 TOLERANCE = 1e-4
 LESSON_LOSS = ("objective.cross_entropy", "objective.lm_loss")
 BPE_VOCAB = 512  # ranks the runs learn with your train_bpe: a few seconds on the course corpus
+# What gpt.train calls to evaluate and to sample, never to train: the functions that run only
+# within these change the evaluation loss, its perplexity and the sample, never the curve.
+EVALUATION = ("training.evaluate", "objective.perplexity", "generation.generate")
+SAMPLE_TOKENS = 20
 
 
-def is_stub(obj: Callable[..., Any]) -> bool:
-    """True when every function body of ``obj`` is just ``raise NotImplementedError(...)``."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
-    bodies = [node.body for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+class Usage:
+    """Calls of each counted function: while training, where they shape the loss curve, and
+    within evaluation and sampling (``EVALUATION``), where they change only the evaluation
+    loss, its perplexity and the sample."""
 
-    def raises_only(body: list[ast.stmt]) -> bool:
-        code = [
-            s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
-        ]
-        return (
-            len(code) == 1
-            and isinstance(code[0], ast.Raise)
-            and "NotImplementedError" in ast.unparse(code[0])
-        )
+    def __init__(self) -> None:
+        self.training: Counter = Counter()
+        self.evaluation: Counter = Counter()
+        self.depth = 0  # evaluation calls in progress
 
-    return bool(bodies) and all(raises_only(body) for body in bodies)
+    def count(self, name: str, evaluation: bool) -> None:
+        (self.evaluation if evaluation or self.depth else self.training)[name] += 1
 
 
-def plug_in(lessons: Any, reference: Any) -> tuple[list[str], list[str]]:
-    """Fill the stubs of ``lessons`` with the reference's; returns (yours, fallbacks)."""
-    yours, fallbacks = [], []
-    for lesson in load_manifest().lessons:
-        student = getattr(lessons, lesson.module)
-        for name in lesson.functions:
-            if is_stub(getattr(student, name)):
-                setattr(student, name, getattr(getattr(reference, lesson.module), name))
-                fallbacks.append(f"{lesson.module}.{name}")
-            else:
-                yours.append(f"{lesson.module}.{name}")
-    return yours, fallbacks
+def count_calls(lessons: Any, names: list[str]) -> Usage:
+    """Wrap each named function (or class) of ``lessons`` so that using it is counted, and
+    the ``EVALUATION`` functions so that what they call counts as evaluation.
 
-
-def count_calls(lessons: Any, names: list[str]) -> Counter:
-    """Wrap each named function (or class) of ``lessons`` so that using it is counted.
-
-    The wrappers replace the module attributes, so calls through the module (the provided
-    code's ``lessons.training.train_step``, a lesson calling another of its module) count.
+    The wrappers take the functions' place wherever the lesson modules hold them (``replace``),
+    so a call counts whatever import reached it: through the module (the provided code's
+    ``lessons.training.train_step``) or a name another lesson imported (block.py's
+    ``from .attention import attention``).
     """
-    counts: Counter = Counter()
-    for qualified in names:
+    usage = Usage()
+    for qualified in [*names, *(name for name in EVALUATION if name not in names)]:
         module_name, _, name = qualified.partition(".")
-        module = getattr(lessons, module_name)
-        original = getattr(module, name)
-        counted: object
+        original = getattr(getattr(lessons, module_name), name)
+        counted, evaluation = qualified in names, qualified in EVALUATION
+        wrapper: object
         if isinstance(original, type):  # a class (TokenWindows): count its instances
 
             def __init__(self, *args, _key=qualified, _base=original, **kwargs):  # noqa: N807
-                counts[_key] += 1
+                usage.count(_key, False)
                 _base.__init__(self, *args, **kwargs)
 
             subclass = type(name, (original,), {"__init__": __init__})
             subclass.__qualname__, subclass.__module__ = original.__qualname__, original.__module__
-            counted = subclass
+            wrapper = subclass
         else:
 
-            def call(*args, _key=qualified, _original=original, **kwargs):
-                counts[_key] += 1
-                return _original(*args, **kwargs)
+            def call(
+                *args, _key=qualified, _original=original, _counted=counted, _eval=evaluation, **kw
+            ):
+                if _counted:
+                    usage.count(_key, _eval)
+                usage.depth += _eval
+                try:
+                    return _original(*args, **kw)
+                finally:
+                    usage.depth -= _eval
 
-            counted = functools.wraps(original)(call)
-        setattr(module, name, counted)
-    return counts
+            wrapper = functools.wraps(original)(call)
+        replace(lessons, original, wrapper)
+    return usage
 
 
 def first_divergence(reference: list[float], yours: list[float]) -> int | None:
@@ -126,24 +127,42 @@ def losses(out: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def failed_checks(report_path: Path, target: Path, names: list[str]) -> dict[str, list[str]] | None:
-    """Of ``names``, those with failed checks in the grading report of ``target`` (function ->
-    check ids); None when the report is missing or grades another package."""
+def last_grading(report_path: Path, target: Path, names: list[str]) -> dict[str, list[str]] | None:
+    """What the grading report of ``target`` says of each of ``names``, by verdict: ``failed``
+    (``name (check ids)``), ``passed`` (every check of it passed, graded with its lesson's
+    files as they are now: the report's fingerprint), ``older`` (graded before its lesson's
+    files last changed) and ``ungraded``; None when the report is missing or grades another
+    package."""
     try:
         report = json.loads(report_path.read_text(encoding="utf-8"))
         if (ROOT / report["target"]).resolve() != target:
             return None
-        graded = report["lessons"]
+        hidden = bool(report["hidden"])
+        graded = {entry["slug"]: entry for entry in report["lessons"]}
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    modules = {lesson.slug: lesson.module for lesson in load_manifest().lessons}
-    failed: dict[str, list[str]] = {}
-    for lesson in graded:
-        for check in lesson.get("checks", []):
-            name = f"{modules.get(lesson.get('slug'))}.{check.get('function')}"
-            if name in names and not check.get("passed"):
-                failed.setdefault(name, []).append(str(check.get("id")))
-    return failed
+    lessons = {lesson.module: lesson for lesson in load_manifest().lessons}
+    verdicts: dict[str, list[str]] = {"failed": [], "passed": [], "older": [], "ungraded": []}
+    for name in names:
+        module, _, function = name.partition(".")
+        lesson = lessons[module]
+        entry = graded.get(lesson.slug)
+        if not isinstance(entry, dict):
+            verdicts["ungraded"].append(name)
+            continue
+        if entry.get("fingerprint") != fingerprint(target, module):
+            verdicts["older"].append(name)
+            continue
+        rows = [row for row in entry.get("checks", []) if row.get("function") == function]
+        failed = [str(row.get("id")) for row in rows if not row.get("passed")]
+        wanted = {c.id for c in lesson.selected_checks(hidden) if c.function == function}
+        if failed:
+            verdicts["failed"].append(f"{name} ({', '.join(failed)})")
+        elif wanted and wanted <= {row.get("id") for row in rows}:
+            verdicts["passed"].append(name)
+        else:
+            verdicts["ungraded"].append(name)
+    return verdicts
 
 
 def plot(reference: list[float], yours: list[float], path: Path) -> None:
@@ -163,6 +182,18 @@ def plot(reference: list[float], yours: list[float], path: Path) -> None:
     ax.legend()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight"))
     plt.close(fig)
+
+
+def note_whose(out: Path, lessons: str, yours: list[str], reference: list[str]) -> None:
+    """Record in the run's config.json whose lessons it used: ``lessons`` (the package) and,
+    function by function, which are yours and which the reference's."""
+    path = out / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the run stopped before writing it
+    config.update(lessons=lessons, functions={"yours": yours, "reference": reference})
+    atomic_write_bytes(path, (json.dumps(config, indent=2) + "\n").encode("utf-8"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,14 +217,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.path.insert(0, str(ROOT))
     from gpt import train
-    from gpt.lessons import LessonsError, load
+    from gpt.lessons import REFERENCE, LessonsError, fill_in, load
 
     try:
         reference, lessons = load(), load(target)
     except LessonsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    yours, fallbacks = plug_in(lessons, reference)
+    yours, fallbacks = fill_in(lessons, reference)
+    everything = yours + fallbacks
     block = any(name.startswith("block.") for name in yours)
     out = Path(args.out)
     base = dict(
@@ -205,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         stride=64,
         batch_size=8,
         eval_every=args.steps,
-        eval_batches=2,  # only the training losses are compared
+        eval_batches=2,
         checkpoint_every=args.steps,
-        sample_tokens=5,
+        sample_tokens=SAMPLE_TOKENS,
         dropout=0.0,
         # The same path in both runs, through your functions wherever you have them.
         attention="lesson" if "attention.attention" in yours or block else "fused",
@@ -221,24 +253,32 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Reference fallbacks ({len(fallbacks)}): {', '.join(fallbacks) or 'none'}")
     print(
         f"Attention: {base['attention']}; loss: {base['loss']}; block: {base['block']}; "
-        f"optimizer: {base['optimizer']}; tokenizer: {base['tokenizer']} (the same in both runs)"
+        f"optimizer: {base['optimizer']}; tokenizer: {base['tokenizer']} (the same in both runs)",
+        flush=True,
     )
-    train.run(
-        train.TrainConfig(**base, out=str(out / "reference")),
-        fresh=True,
-        quiet=True,
-        lessons=reference,
-    )
-    counts = count_calls(lessons, yours)
-    try:
-        train.run(
-            train.TrainConfig(**base, out=str(out / "yours")),
-            fresh=True,
-            quiet=True,
-            lessons=lessons,
-        )
-    except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
-        print(f"Your run stopped with {type(error).__name__}: {error}")
+
+    def run(where: Path, package: str, using: Any, label: str) -> dict | None:
+        """One training run; None when your code stopped it (said in one line)."""
+        try:
+            return train.run(
+                train.TrainConfig(**base, lessons=package, out=str(where)),
+                fresh=True,
+                quiet=True,
+                lessons=using,
+                show_progress=True,
+                label=label,
+            )
+        except Exception as error:  # noqa: BLE001 - the student's code failed: say where, not a traceback
+            print(f"{label} stopped with {type(error).__name__}: {error}", flush=True)
+            return None
+
+    first = run(out / "reference", REFERENCE, reference, "reference run")
+    note_whose(out / "reference", REFERENCE, [], everything)
+    if first is None:
+        return 2
+    usage = count_calls(lessons, yours)
+    second = run(out / "yours", args.target, lessons, "your run")
+    note_whose(out / "yours", args.target, yours, fallbacks)
     ref = losses(out / "reference")
     mine = losses(out / "yours") if (out / "yours" / "metrics.jsonl").exists() else []
     print(f"\n{'step':>5} {'reference':>10} {'yours':>10} {'difference':>11}")
@@ -246,74 +286,154 @@ def main(argv: list[str] | None = None) -> int:
         b = mine[step] if step < len(mine) else float("nan")
         print(f"{step:>5} {a:>10.4f} {b:>10.4f} {b - a:>+11.2e}")
     plot(ref, mine, out / "compare.png")
-    used = [name for name in yours if counts[name]]
-    unused = [name for name in yours if not counts[name]]
+    shaping = [name for name in yours if usage.training[name]]
+    evaluating = [name for name in yours if usage.evaluation[name] and not usage.training[name]]
+    unused = [name for name in yours if name not in shaping and name not in evaluating]
     if yours:
         print("\nYour functions in your run:")
+        width = max(map(len, yours))
         for name in yours:
-            took = f"took part ({counts[name]} calls)" if counts[name] else "did not run"
-            print(f"  {name:<28} {took}")
+            calls = usage.training[name] + usage.evaluation[name]
+            counted = f"({calls} call{'s' if calls != 1 else ''})"
+            if usage.training[name]:
+                took = f"took part {counted}"
+            elif usage.evaluation[name]:
+                took = f"evaluation and sample only {counted}"
+            else:
+                took = "did not run"
+            print(f"  {name:<{width}} {took}")
+    show_evaluation(first, second)
     diverged = first_divergence(ref, mine) if len(mine) == len(ref) else len(mine)
     if diverged is not None:
         print(f"\nThe curves first differ at step {diverged}.")
         print(
-            f"Each of your {len(used)} function(s) that took part, run alone among the "
+            f"Each of your {len(shaping)} function(s) that shape them, run alone among the "
             "reference's, to find where they part:"
         )
         parting = []
-        for name in used:
+        for name in shaping:
             module_name, _, function = name.partition(".")
-            module = getattr(reference, module_name)
-            original = getattr(module, function)
-            setattr(module, function, getattr(getattr(lessons, module_name), function))
+            original = getattr(getattr(reference, module_name), function)
+            mine_alone = getattr(getattr(lessons, module_name), function)
             alone = out / "alone" / name
+            replace(reference, original, mine_alone)
             try:
-                train.run(
-                    train.TrainConfig(**base, out=str(alone)),
-                    fresh=True,
-                    quiet=True,
-                    lessons=reference,
-                )
-            except Exception:  # noqa: BLE001 - your code failed: that run parts at its last step
-                pass
+                run(alone, REFERENCE, reference, f"{name} alone")
             finally:
-                setattr(module, function, original)
-            run = losses(alone) if (alone / "metrics.jsonl").exists() else []
-            parts_at = first_divergence(ref, run) if len(run) == len(ref) else len(run)
+                replace(reference, mine_alone, original)
+            note_whose(alone, REFERENCE, [name], [n for n in everything if n != name])
+            curve = losses(alone) if (alone / "metrics.jsonl").exists() else []
+            parts_at = first_divergence(ref, curve) if len(curve) == len(ref) else len(curve)
             if parts_at is not None:
                 parting.append(f"{name} (at step {parts_at})")
         if parting:
             print(f"  they part with: {', '.join(parting)}; start with the earliest.")
         else:
             print("  none parts alone: look at how they work together, starting with that step.")
-    elif used:
+    elif shaping:
         print(
             f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative) with your "
-            f"{len(used)} function(s) that took part: {', '.join(used)}. That measures them on "
-            "the inputs this run gave them only, not on the edge cases the graders try."
+            f"{len(shaping)} function(s) that shape them: {', '.join(shaping)}. That measures "
+            "them on the inputs this run gave them only, not on the edge cases the graders try."
         )
-        from graders.runner import DEFAULT_REPORT
-
-        failed = failed_checks(args.report or DEFAULT_REPORT, target, used)
-        if failed is None:
-            print("No grading report of this package: `nox -s grade` tries the edge cases.")
-        elif failed:
-            listed = "; ".join(f"{name} ({', '.join(ids)})" for name, ids in failed.items())
-            print(f"Yet your last grading failed checks of: {listed}. `nox -s grade` says why.")
-        else:
-            print("Your last grading passed every check of them.")
     else:
         print(
             f"\nThe curves agree at every step (within {TOLERANCE:.0e} relative), but none of "
-            "your functions took part: this says nothing about your code yet."
+            "your functions shapes them: this says nothing about your code yet."
         )
+    if evaluating:
+        judge_evaluation(evaluating, first, second, diverged is None)
+    if diverged is None and (shaping or evaluating):
+        tell_grading(args.report, target, shaping + evaluating)
     if unused:
         print(
-            f"Not measured here (training never calls them): {', '.join(unused)}; "
-            "`nox -s grade` checks them."
+            f"Not measured here (neither training nor its evaluation and sample call them): "
+            f"{', '.join(unused)}; `nox -s grade` checks them."
         )
     print(f"Plot: {out / 'compare.png'}")
     return 0
+
+
+def close(a: float, b: float) -> bool:
+    return math.isfinite(b) and abs(a - b) <= TOLERANCE * max(abs(a), 1e-8)
+
+
+def show_evaluation(first: dict, second: dict | None) -> None:
+    """The evaluation after the last step and the sample, of both runs."""
+    print(f"\nAfter step {first['steps'] - 1}:")
+    print(f"  {'':<10} {'evaluation loss':>15} {'perplexity':>11}  sample ({SAMPLE_TOKENS} tokens)")
+    for who, report in (("reference", first), ("yours", second)):
+        if report is None:
+            print(f"  {who:<10} {'-':>15} {'-':>11}  (your run stopped)")
+            continue
+        sample = json.dumps(report["sample"], ensure_ascii=False)
+        print(
+            f"  {who:<10} {report['val_loss']:>15.4f} {report['val_perplexity']:>11.2f}  {sample}"
+        )
+
+
+def judge_evaluation(names: list[str], first: dict, second: dict | None, agree: bool) -> None:
+    """What can be said of your functions that change only the evaluation and the sample."""
+    listed = ", ".join(names)
+    verb = "changes" if len(names) == 1 else "change"
+    if not agree or second is None:
+        print(
+            f"Your {listed} {verb} only the evaluation and the sample, which differ anyway "
+            "while the curves do: fix what parts the curves first."
+        )
+        return
+    differ = [
+        what
+        for what, same in (
+            ("the evaluation loss", close(first["val_loss"], second["val_loss"])),
+            ("the perplexity", close(first["val_perplexity"], second["val_perplexity"])),
+            ("the sample", first["sample"] == second["sample"]),
+        )
+        if not same
+    ]
+    if differ:
+        print(
+            f"Your {listed} {verb} only the evaluation and the sample, not the curves: "
+            f"{' and '.join(differ)} {'differs' if len(differ) == 1 else 'differ'} from the "
+            "reference's; look there."
+        )
+    else:
+        print(
+            f"Your {listed} {verb} only the evaluation and the sample, not the curves: the "
+            f"evaluation loss and its perplexity agree (within {TOLERANCE:.0e} relative) and "
+            "the sample is the same."
+        )
+
+
+def tell_grading(report_path: Path | None, target: Path, names: list[str]) -> None:
+    """What the last grading of ``target`` says of ``names``: a check failed, every check
+    passed with the code as it is now, graded before the last change, or not graded."""
+    from graders.runner import DEFAULT_REPORT
+
+    verdicts = last_grading(report_path or DEFAULT_REPORT, target, names)
+    if verdicts is None:
+        print("No grading report of this package: `nox -s grade` tries the edge cases.")
+        return
+    if verdicts["failed"]:
+        print(
+            f"Yet your last grading failed checks of: {'; '.join(verdicts['failed'])}. "
+            "`nox -s grade` says why."
+        )
+    if verdicts["passed"]:
+        print(
+            "Your last grading, of the code as it is now, passed every check of: "
+            f"{', '.join(verdicts['passed'])}."
+        )
+    if verdicts["older"]:
+        print(
+            f"Graded before their lesson's files last changed: {', '.join(verdicts['older'])}; "
+            "`nox -s grade` grades them as they are now."
+        )
+    if verdicts["ungraded"]:
+        print(
+            f"Not graded yet: {', '.join(verdicts['ungraded'])}; `nox -s grade` tries the "
+            "edge cases."
+        )
 
 
 if __name__ == "__main__":

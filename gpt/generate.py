@@ -7,6 +7,9 @@ folder in the Hub's layout (config.json + model.safetensors), or a course run wr
 encoded with GPT-2's tokenizer, or with the run's own merges where it trained with
 ``--tokenizer lesson`` (its ``vocab.tiktoken``), extended with the lessons'
 ``generation.generate`` (the reference's, or yours with ``--lessons exercises``) and printed.
+With your lessons, every function you have not implemented yet falls back to the reference's,
+as in ``gpt.compare``, and a line on standard error says which. Where standard error is not a
+terminal, a plain line says every few seconds how many tokens are done (``gpt.progress``).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import torch
 from core.cli import Parser
 
 from . import checkpoint, hub
-from .lessons import Lessons, LessonsError, load
+from .lessons import Lessons, LessonsError, fill_in, load
 from .model import GPT, GPTConfig
+from .progress import Progress
 from .tokenizer import VOCAB_FILE, Encoding, LessonTokenizer, VocabularyError, load_ranks
 from .vocab import EOT_ID, VOCAB_SIZE, VocabularyNotFound, gpt2_encoding
 
@@ -81,9 +85,11 @@ def generate_text(
     top_k: int | None = 40,
     seed: int | None = 1337,
     encoding: Encoding | None = None,
+    progress: bool = False,
 ) -> str:
     """The prompt and its continuation, as text (an empty prompt starts at <|endoftext|>).
-    ``encoding``: the model's own tokenizer (``run_encoding``), else GPT-2's."""
+    ``encoding``: the model's own tokenizer (``run_encoding``), else GPT-2's. ``progress``:
+    show the tokens done on standard error (one model call a token)."""
     if encoding is None:
         encoding = gpt2_encoding()
         if model.config.vocab_size < VOCAB_SIZE:
@@ -100,15 +106,22 @@ def generate_text(
         rng.seed()
     else:
         rng.manual_seed(seed)
-    out = model.lessons.generation.generate(
-        model,
-        torch.tensor([ids], device=device),
-        max_new_tokens,
-        model.config.block_size,
-        temperature,
-        top_k,
-        rng,
-    )
+    with Progress(
+        "generating", max_new_tokens, unit="token", enabled=progress, stream=sys.stderr
+    ) as shown:
+        hook = model.register_forward_hook(lambda *_: shown.update())
+        try:
+            out = model.lessons.generation.generate(
+                model,
+                torch.tensor([ids], device=device),
+                max_new_tokens,
+                model.config.block_size,
+                temperature,
+                top_k,
+                rng,
+            )
+        finally:
+            hook.remove()
     new = out[0, len(ids) :].tolist()
     return prompt + encoding.decode(new)
 
@@ -135,7 +148,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--lessons",
         default="solutions",
-        help="whose generation lesson to use: solutions (default), exercises (yours) or a folder",
+        help="whose lessons to use: solutions (default), exercises (yours: the reference stands "
+        "in for what is not done yet) or a folder",
     )
     return parser.parse_args(argv)
 
@@ -154,7 +168,16 @@ def main(argv: list[str] | None = None) -> int:
             torch.empty(0, device=device)
         except (RuntimeError, AssertionError) as error:
             raise UsageError(f"--device {args.device} is not available here ({error})") from None
-        model = load_model(args.model, device, args.lessons)
+        lessons = load(args.lessons)
+        _, fallbacks = fill_in(lessons)
+        if fallbacks:
+            print(
+                f"note: {args.lessons} does not implement {len(fallbacks)} function(s) yet; "
+                f"the reference's stand in for them: {', '.join(fallbacks)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        model = load_model(args.model, device, lessons)
         text = generate_text(
             model,
             args.prompt,
@@ -162,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             temperature=args.temperature,
             top_k=args.top_k or None,
             seed=args.seed,
-            encoding=run_encoding(args.model, args.lessons),
+            encoding=run_encoding(args.model, lessons),
+            progress=True,
         )
     except (
         UsageError,

@@ -4,14 +4,21 @@ A lesson package holds one module per lesson (``tokens``, ``embeddings``, ... ``
 with the functions of the course's exercise API. ``load`` imports them all once and hands
 them around as one ``Lessons`` object, so ``lessons.training.train_step`` is the reference's
 or the student's depending on which package was loaded, and nothing else changes.
+
+``fill_in`` lets a student's package run before every lesson is done: each function still a
+stub takes the reference's place (``gpt.compare``, ``gpt.generate``).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import sys
+import textwrap
 import types
 from pathlib import Path
+from typing import Any
 
 from core.manifest import load_manifest
 
@@ -85,3 +92,54 @@ def _cached(package: str) -> Lessons:
     if package not in _loaded:
         _loaded[package] = Lessons(package)
     return _loaded[package]
+
+
+def is_stub(obj: Any) -> bool:
+    """True when every function body of ``obj`` is just ``raise NotImplementedError(...)``."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    bodies = [node.body for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+
+    def raises_only(body: list[ast.stmt]) -> bool:
+        code = [
+            s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
+        return (
+            len(code) == 1
+            and isinstance(code[0], ast.Raise)
+            and "NotImplementedError" in ast.unparse(code[0])
+        )
+
+    return bool(bodies) and all(raises_only(body) for body in bodies)
+
+
+def replace(lessons: Lessons, old: object, new: object) -> None:
+    """Put ``new`` wherever the lesson modules hold ``old``: under its own name and under the
+    names other lessons imported it by (block.py's ``from .attention import attention``)."""
+    for module in lessons.modules.values():
+        for name, value in list(vars(module).items()):
+            if value is old:
+                setattr(module, name, new)
+
+
+def fill_in(lessons: Lessons, reference: Lessons | None = None) -> tuple[list[str], list[str]]:
+    """Fill the stubs of ``lessons`` with the reference's functions, wherever the lesson
+    modules use them; returns (yours, fallbacks) as ``module.function`` names. Filling in
+    again finds the same fallbacks (a function that is the reference's is one)."""
+    reference = load(reference)
+    yours, fallbacks = [], []
+    if lessons is reference:  # the reference itself: every function its own
+        return [
+            f"{lesson.module}.{name}"
+            for lesson in load_manifest().lessons
+            for name in lesson.functions
+        ], []
+    for lesson in load_manifest().lessons:
+        student, model = getattr(lessons, lesson.module), getattr(reference, lesson.module)
+        for name in lesson.functions:
+            function, stand_in = getattr(student, name), getattr(model, name)
+            if function is stand_in or is_stub(function):
+                replace(lessons, function, stand_in)
+                fallbacks.append(f"{lesson.module}.{name}")
+            else:
+                yours.append(f"{lesson.module}.{name}")
+    return yours, fallbacks

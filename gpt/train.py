@@ -3,7 +3,8 @@
 The loop calls the lesson functions (``lr_at``, ``train_step``, ``evaluate``, ``generate``)
 of ``--lessons`` (the reference ``solutions``, or ``exercises``: your own) and adds what a
 real run needs: AdamW with decay groups, bf16 autocast where the device supports it, periodic
-evaluation and samples, atomic checkpoints with exact resume, a progress bar with tokens/s,
+evaluation and samples, atomic checkpoints with exact resume, progress with tokens/s (a bar
+on a terminal, a plain line every few seconds in a log: ``gpt.progress``),
 metrics as JSON lines, a loss-curve PNG and a closing report.
 
 Five parts have a library version (the default: fast) and a lesson version: ``--attention``,
@@ -41,6 +42,7 @@ from .corpus import CorpusError, load_corpus
 from .lessons import Lessons, LessonsError, load
 from .model import GPT, PRESETS, preset
 from .optim import LessonAdamW
+from .progress import Progress
 from .tokenizer import VOCAB_FILE, Encoding, VocabularyError, lesson_tokenizer
 from .vocab import VocabularyNotFound, gpt2_encoding
 
@@ -401,11 +403,19 @@ def sample_text(model: GPT, cfg: TrainConfig, device: torch.device, enc: Encodin
 
 
 def run(
-    cfg: TrainConfig, fresh: bool = False, quiet: bool = False, lessons: Lessons | None = None
+    cfg: TrainConfig,
+    fresh: bool = False,
+    quiet: bool = False,
+    lessons: Lessons | None = None,
+    *,
+    show_progress: bool | None = None,
+    label: str = "training",
 ) -> dict:
     """Train (or resume) a run; returns the closing report as a dict.
 
     ``lessons`` overrides ``cfg.lessons`` with lessons already loaded (``gpt.compare``).
+    ``quiet`` prints nothing; ``show_progress`` (default: not ``quiet``) shows the progress,
+    as ``label: step 3/40, ...`` where the output is not a terminal (``gpt.progress``).
 
     Under ``torchrun --nproc_per_node N`` every process runs this (see ``distributed``): each
     trains on its shard of every global batch of ``batch_size`` windows; rank 0 alone
@@ -425,8 +435,9 @@ def run(
             f"process {world.rank} has no GPU of its own (LOCAL_RANK {world.local_rank}, "
             f"{torch.cuda.device_count()} GPUs here); start fewer processes per node"
         )
+    shown = not quiet if show_progress is None else show_progress
     with distributed.process_group(world, device):
-        return _train(cfg, fresh, quiet, world, device, lessons)
+        return _train(cfg, fresh, quiet, world, device, lessons, shown, label)
 
 
 def _train(
@@ -436,6 +447,8 @@ def _train(
     world: distributed.World,
     device: torch.device,
     lessons: Lessons,
+    show_progress: bool,
+    label: str,
 ) -> dict:
     training = lessons.training
     out = Path(cfg.out)
@@ -502,7 +515,9 @@ def _train(
         max_lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, max_steps=cfg.steps
     )
     timed_tokens, timed_seconds = 0, 0.0
-    progress = make_progress(quiet or not world.is_main)
+    progress = Progress(
+        label, cfg.steps, unit="step", completed=start, enabled=show_progress and world.is_main
+    )
     if start and world.is_main and not quiet:
         print(f"resuming from step {start} ({ckpt_path})", flush=True)
     with (
@@ -510,9 +525,6 @@ def _train(
         progress,
         open(out / METRICS if world.is_main else os.devnull, "a") as metrics,
     ):
-        task = progress.add_task(
-            "training", total=cfg.steps, completed=start, loss=float("nan"), tps=0.0
-        )
         for step in range(start, cfg.steps):
             began = time.perf_counter()
             lr = training.lr_at(step, **schedule)
@@ -543,7 +555,7 @@ def _train(
                 if world.is_main:
                     per_rank = rngs if world.size > 1 else None
                     save_checkpoint(ckpt_path, model, optimizer, cfg, step + 1, per_rank)
-            progress.update(task, advance=1, loss=loss, tps=timed_tokens / timed_seconds)
+            progress.update(note=f"loss {loss:.3f}, {timed_tokens / timed_seconds:,.0f} tok/s")
             if stop:
                 raise Interrupted(step + 1)
 
@@ -639,20 +651,6 @@ def autocast(device: torch.device, dtype: torch.dtype | None):
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def make_progress(quiet: bool):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    return Progress(
-        TextColumn("[bold]step {task.completed}/{task.total}"),
-        BarColumn(),
-        TextColumn("loss {task.fields[loss]:.3f}"),
-        TextColumn("{task.fields[tps]:,.0f} tok/s"),
-        TimeRemainingColumn(),
-        disable=quiet,
-        transient=False,
-    )
 
 
 def print_report(report: dict) -> None:

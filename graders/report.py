@@ -4,9 +4,19 @@ Schema (``complete`` is false until the run ends, so a report left by a killed r
 checks not graded yet have ``passed: false`` and detail "not graded"):
 
     {"target", "hidden", "complete", "points", "max_points",
-     "lessons": [{"slug", "title", "points", "max_points", "import_error",
+     "lessons": [{"slug", "title", "points", "max_points", "import_error", "graded",
+                  "fingerprint",
                   "checks": [{"id", "function", "points", "max_points", "passed", "hint",
                               "link", "url", "detail", "hidden", "explained_by"}]}]}
+
+A grading rewrites the lessons it grades and keeps the others of the report it finds (those
+a grading of the same ``target``, with the same ``hidden``, finished), in the manifest's order:
+``nox -s grade -- windows`` after a full grading leaves every other lesson's result in place.
+``points`` and ``max_points`` add up every lesson the report holds; ``complete`` is about the
+latest grading. A lesson's ``graded`` is when its grading finished (UTC, ISO 8601; null while it
+runs) and ``fingerprint`` the sha256 of the files it graded: its module and the package's
+modules that one imports (graders/fingerprint.py), so a reader can tell a result of the code as
+it is now from one of an older version.
 
 ``import_error`` is null, or the one line that says why the lesson's module failed to import
 (exception, file and line); its checks then have detail "not run (module failed to import)"
@@ -28,12 +38,14 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_write_bytes
 from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
+from .fingerprint import fingerprint
 from .hints import NOT_IMPLEMENTED
 
 NOT_GRADED = "not graded"
@@ -48,13 +60,17 @@ class Report:
         json_path: Path | None,
         *,
         reveal_hidden: bool = False,
+        order: Sequence[str] = (),
     ) -> None:
+        """``order``: every lesson's slug in the manifest's order; the lessons of it that this
+        grading leaves out keep their results from the report at ``json_path``."""
         self.json_path = json_path
         self.reveal_hidden = reveal_hidden
         self._checks: dict[str, dict[str, Any]] = {}
         self._lesson_of: dict[str, dict[str, Any]] = {}
         self._default_hint: dict[str, str] = {}  # check id -> the manifest's own hint
         self._uses: dict[str, tuple[str, ...]] = {}  # check id -> the functions it builds on
+        self._left: dict[str, int] = {}  # lesson slug -> checks not recorded yet
         self.data: dict[str, Any] = {
             "target": str(target),
             "hidden": hidden,
@@ -70,8 +86,11 @@ class Report:
                 "points": 0,
                 "max_points": sum(c.points for c in checks),
                 "import_error": None,
+                "graded": None,
+                "fingerprint": fingerprint(target, lesson.module),
                 "checks": [],
             }
+            self._left[lesson.slug] = len(checks)
             for check in checks:
                 row = {
                     "id": check.id,
@@ -92,8 +111,35 @@ class Report:
                 self._checks[check.id] = row
                 self._lesson_of[check.id] = entry
             self.data["lessons"].append(entry)
+        kept = self._kept(order, {entry["slug"] for entry in self.data["lessons"]})
+        if kept:
+            rank = {slug: index for index, slug in enumerate(order)}
+            self.data["lessons"] = sorted(
+                [*self.data["lessons"], *kept], key=lambda e: rank.get(e["slug"], len(rank))
+            )
         self.data["max_points"] = sum(e["max_points"] for e in self.data["lessons"])
+        self.data["points"] = sum(e["points"] for e in self.data["lessons"])
         self.write()
+
+    def _kept(self, order: Sequence[str], graded: set[str]) -> list[dict[str, Any]]:
+        """The finished lessons of the report at ``json_path`` that this grading leaves out,
+        when that report graded the same package the same way."""
+        if self.json_path is None or not order:
+            return []
+        try:
+            earlier = json.loads(self.json_path.read_text(encoding="utf-8"))
+            same = (earlier["target"], earlier["hidden"]) == (
+                self.data["target"],
+                self.data["hidden"],
+            )
+            lessons = earlier["lessons"] if same else []
+            return [
+                entry
+                for entry in lessons
+                if entry["slug"] in order and entry["slug"] not in graded and entry.get("graded")
+            ]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []  # none yet, or not a report: nothing to keep
 
     def record(self, check: Check, passed: bool, hint: str | None, detail: str | None) -> None:
         row = self._checks[check.id]
@@ -103,6 +149,9 @@ class Report:
         shown = None if passed or (check.hidden and not self.reveal_hidden) else detail
         row["detail"] = None if shown is None else printable(shown)
         lesson = self._lesson_of[check.id]
+        self._left[lesson["slug"]] -= 1
+        if not self._left[lesson["slug"]]:
+            lesson["graded"] = datetime.now(UTC).isoformat(timespec="seconds")
         self._explain(lesson)
         lesson["points"] = sum(c["points"] for c in lesson["checks"])
         self.data["points"] = sum(e["points"] for e in self.data["lessons"])
@@ -323,8 +372,17 @@ def uses(module: str, function: str) -> tuple[str, ...]:
     return load_manifest().dependencies(f"{module}.{function}")
 
 
+def local_time(lesson: dict[str, Any]) -> str:
+    """When the lesson was graded, in the local time zone (``2026-03-01 14:05``)."""
+    try:
+        return datetime.fromisoformat(lesson["graded"]).astimezone().strftime("%Y-%m-%d %H:%M")
+    except (KeyError, TypeError, ValueError):
+        return ""
+
+
 def render_total(console: Any, report: dict[str, Any]) -> None:
-    """The run's last word: one table of every graded lesson, then the total."""
+    """The run's last word: one table of every lesson the report holds (those graded earlier
+    too) with when each was graded, then the total."""
     from rich.table import Table
     from rich.text import Text
 
@@ -333,6 +391,7 @@ def render_total(console: Any, report: dict[str, Any]) -> None:
     table.add_column("title")
     table.add_column("points", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    table.add_column("graded", no_wrap=True, style="dim")
     for lesson in report["lessons"]:
         points, most = lesson["points"], lesson["max_points"]
         to_do = sum(1 for check in lesson["checks"] if not check["passed"])
@@ -342,7 +401,9 @@ def render_total(console: Any, report: dict[str, Any]) -> None:
             status = Text("done", "bold green")
         else:
             status = Text(f"to do ({to_do} of {len(lesson['checks'])} checks)", "yellow")
-        table.add_row(lesson["slug"], lesson["title"], f"{points}/{most}", status)
+        table.add_row(
+            lesson["slug"], lesson["title"], f"{points}/{most}", status, local_time(lesson)
+        )
     console.print(table)
     kind = "public and hidden checks" if report["hidden"] else "public checks"
     console.print(

@@ -109,7 +109,8 @@ def grade(
 
     ``lessons``: slugs (or numbers) to grade, default all. ``hidden``: also the hidden checks.
     ``json_path``: where the report is (re)written after every check (default
-    build/grading-report.json). ``sandbox``: run the
+    build/grading-report.json); the lessons it already holds of the same grading of
+    ``target`` that this one leaves out are kept (graders/report.py). ``sandbox``: run the
     worker in the sandbox (graders/sandbox.py). ``functions``: grade only these functions'
     checks. ``timeout_scale`` multiplies every per-call timeout. ``on_lesson`` is called with a
     lesson's report entry as soon as its checks are done. ``reveal_hidden`` keeps the details
@@ -162,7 +163,14 @@ def grade(
         )
 
     report_path = Path(json_path) if json_path is not None else DEFAULT_REPORT
-    report = Report(target_dir, hidden, selected, report_path, reveal_hidden=reveal_hidden)
+    report = Report(
+        target_dir,
+        hidden,
+        selected,
+        report_path,
+        reveal_hidden=reveal_hidden,
+        order=[lesson.slug for lesson in manifest.lessons],
+    )
     client = WorkerClient(target_dir, sandbox=sandbox)
     plugin = GradingPlugin(
         manifest=manifest,

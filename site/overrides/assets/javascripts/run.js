@@ -604,8 +604,8 @@
     return [`to do: ${left} of ${lesson.checks.length} checks`, "todo"];
   }
 
-  // `nox -s grade -- windows` rewrites the report with one lesson: the browser keeps each
-  // lesson's latest result (per graded package), so the page shows every lesson graded so far.
+  // The report keeps every lesson graded so far, each with when (`graded`); the browser keeps
+  // each lesson's latest result too (per graded package), for a report that starts over.
   function remembered(state) {
     let kept = {};
     try {
@@ -616,7 +616,9 @@
     const report = state && state.report;
     if (!report) return kept.lessons || {};
     if (kept.target !== report.target) kept = { target: report.target, lessons: {} };
-    for (const lesson of report.lessons) kept.lessons[lesson.slug] = { lesson, graded: state.graded };
+    for (const lesson of report.lessons) {
+      kept.lessons[lesson.slug] = { lesson, graded: lesson.graded || state.graded };
+    }
     try {
       localStorage.setItem(GRADES_KEY, JSON.stringify(kept));
     } catch (error) {
@@ -640,7 +642,7 @@
     if (report) {
       for (const lesson of report.lessons) {
         graded[lesson.slug] = lesson;
-        times[lesson.slug] = state.graded;
+        times[lesson.slug] = lesson.graded || state.graded;
       }
     }
     container.innerHTML = "";

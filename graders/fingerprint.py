@@ -1,0 +1,66 @@
+"""Which files a lesson's grading read, and a fingerprint (sha256) of them.
+
+A lesson's result holds for the code it graded: its module and the package's modules that
+module imports (``from .attention import attention`` in block.py), followed transitively. The
+fingerprint is recorded with the lesson in the grading report; a reader (``gpt.compare``)
+computes it again to tell a result of the code as it is now from one of an older version.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+
+def lesson_files(target: Path, module: str) -> list[Path]:
+    """``module``'s file in the package folder ``target`` and, transitively, the package's
+    modules it imports (relatively, or by the package's own name), sorted by name. A file that
+    does not parse contributes itself only."""
+    target = Path(target)
+    seen: set[str] = set()
+    waiting = [module]
+    while waiting:
+        name = waiting.pop()
+        path = target / f"{name}.py"
+        if name in seen or not path.is_file():
+            continue
+        seen.add(name)
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        waiting.extend(_imported(tree, target.name))
+    return sorted(target / f"{name}.py" for name in seen)
+
+
+def _imported(tree: ast.Module, package: str) -> list[str]:
+    """The names of the package's modules that the import statements of ``tree`` could read."""
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            parts = node.module.split(".") if node.module else []
+            if node.level == 0:
+                if parts[:1] != [package]:
+                    continue
+                parts = parts[1:]
+            elif node.level > 1:
+                continue  # above the package
+            # ``from .attention import x`` reads attention; ``from . import attention`` too
+            names.extend(parts[:1] or [alias.name for alias in node.names])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == package and len(parts) > 1:
+                    names.append(parts[1])
+    return names
+
+
+def fingerprint(target: Path, module: str) -> str:
+    """sha256 of ``lesson_files(target, module)``: each file's name and bytes, in order."""
+    digest = hashlib.sha256()
+    for path in lesson_files(target, module):
+        data = path.read_bytes()
+        digest.update(f"{path.name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()

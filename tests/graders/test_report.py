@@ -1,0 +1,102 @@
+"""The grading report: a grading keeps the lessons it leaves out, each with when it was graded
+and a fingerprint of the files it graded."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+
+from core.manifest import ROOT, load_manifest
+from graders.fingerprint import fingerprint
+from graders.report import Report, render_total
+
+ORDER = [lesson.slug for lesson in load_manifest().lessons]
+
+
+def _grade(target: Path, path: Path, *slugs: str, hidden: bool = False, passed: bool = True):
+    """A report of ``slugs`` (every public check recorded as ``passed``), merged into ``path``."""
+    manifest = load_manifest()
+    chosen = [(manifest.lesson(s), manifest.lesson(s).selected_checks(hidden)) for s in slugs]
+    report = Report(target, hidden, chosen, path, order=ORDER)
+    for _, checks in chosen:
+        for check in checks:
+            report.record(check, passed, None if passed else check.hint, "wrong")
+    report.finish()
+    return report
+
+
+def _package(tmp_path: Path) -> Path:
+    target = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def test_a_one_lesson_grading_keeps_the_other_lessons(tmp_path: Path) -> None:
+    target, path = _package(tmp_path), tmp_path / "report.json"
+    _grade(target, path, "tokens", "windows", "objective", passed=False)
+    earlier = {e["slug"]: e for e in json.loads(path.read_text())["lessons"]}
+    again = _grade(target, path, "windows").data
+    assert [e["slug"] for e in again["lessons"]] == ["tokens", "windows", "objective"]
+    lessons = {e["slug"]: e for e in json.loads(path.read_text())["lessons"]}
+    assert lessons["tokens"] == earlier["tokens"] and lessons["objective"] == earlier["objective"]
+    assert lessons["windows"]["points"] == lessons["windows"]["max_points"] > 0
+    assert earlier["windows"]["points"] == 0
+    assert again["points"] == lessons["windows"]["points"]  # the kept ones failed everything
+    assert again["max_points"] == sum(e["max_points"] for e in lessons.values())
+    for entry in lessons.values():
+        assert entry["graded"].endswith("+00:00")
+        assert entry["fingerprint"] == fingerprint(
+            target, load_manifest().lesson(entry["slug"]).module
+        )
+
+
+def test_another_package_hidden_checks_or_an_unfinished_lesson_are_not_kept(
+    tmp_path: Path,
+) -> None:
+    target, path = _package(tmp_path), tmp_path / "report.json"
+    _grade(target, path, "tokens")
+    assert [e["slug"] for e in _grade(ROOT / "solutions", path, "windows").data["lessons"]] == [
+        "windows"
+    ]
+    _grade(target, path, "tokens")
+    assert [e["slug"] for e in _grade(target, path, "windows", hidden=True).data["lessons"]] == [
+        "windows"
+    ]
+    manifest = load_manifest()
+    lesson = manifest.lesson("tokens")
+    killed = Report(target, False, [(lesson, lesson.selected_checks(False))], path, order=ORDER)
+    assert killed.lesson("tokens")["graded"] is None  # no check recorded yet: still running
+    assert [e["slug"] for e in _grade(target, path, "windows").data["lessons"]] == ["windows"]
+
+
+def test_a_report_that_cannot_be_read_keeps_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    for text in ("{half a report", "[]", '{"target": 1}', '{"target": "x", "hidden": false}'):
+        path.write_text(text)
+        assert [e["slug"] for e in _grade(ROOT / "solutions", path, "tokens").data["lessons"]] == [
+            "tokens"
+        ]
+
+
+def test_the_fingerprint_follows_the_module_and_what_it_imports(tmp_path: Path) -> None:
+    target = _package(tmp_path)
+    block, attention = fingerprint(target, "block"), fingerprint(target, "attention")
+    (target / "tokens.py").write_text((target / "tokens.py").read_text() + "\n# edited\n")
+    assert (fingerprint(target, "block"), fingerprint(target, "attention")) == (block, attention)
+    # block.py does `from .attention import attention`: an edit of attention.py is one of block's
+    (target / "attention.py").write_text((target / "attention.py").read_text() + "\n# edited\n")
+    assert fingerprint(target, "attention") != attention
+    assert fingerprint(target, "block") != block
+
+
+def test_the_summary_says_when_each_lesson_was_graded(tmp_path: Path) -> None:
+    report = _grade(ROOT / "solutions", tmp_path / "report.json", "tokens")
+    out = io.StringIO()
+    render_total(Console(file=out, width=160, color_system=None), report.data)
+    (row,) = [line for line in out.getvalue().splitlines() if " tokens " in f" {line} "]
+    assert re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d", row)  # the local time
