@@ -2,9 +2,10 @@
 
 Each student's newest submission of the lesson's module is compared with every other's:
 
-1. *Normalised.* The code is read as Python tokens, so layout and comments never count; every
-   name the student chooses (variables, arguments, helpers, import aliases) becomes ``V`` and
-   every literal ``L``, so a renamed copy reads the same; statements that do nothing (``pass``,
+1. *Normalised.* The code is read as Python tokens, so layout, comments, parentheses and
+   trailing commas never count; every name the student chooses (variables, arguments,
+   helpers, import aliases) becomes ``V`` and every literal ``L``, so a renamed copy reads the
+   same; statements that do nothing (``pass``,
    a bare expression or docstring, ``x = x``, ``x += 0``, an assignment to a name never read)
    are left out, so a copy padded with no-ops reads the same.
 2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint; those of the
@@ -134,8 +135,9 @@ def public_names(stub: str) -> set[str]:
 
 
 def normalise(source: str, kept: Set[str] = frozenset()) -> list[tuple[str, int]]:
-    """The code's tokens as compared, each with its line: chosen names ``V``, literals ``L``,
-    no-op statements, comments and layout left out. Code that does not parse is compared as
+    """The code's tokens as compared, each with its line: chosen names ``V`` (not a call's
+    keyword, which names the callee's parameter), literals ``L``; no-op statements, comments,
+    layout, parentheses and trailing commas left out. Code that does not parse is compared as
     its words and symbols, each word a name."""
     try:
         tree = ast.parse(source)
@@ -149,24 +151,32 @@ def normalise(source: str, kept: Set[str] = frozenset()) -> list[tuple[str, int]
         return words
     skip = _spans(tree)
     chosen = _chosen_names(tree, set(kept) | set(dir(builtins)))
+    keywords = {
+        (k.lineno, k.col_offset) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg
+    }
+    code = [t for t in tokens if t.type not in (token.NL, token.COMMENT)]
     out: list[tuple[str, int]] = []
     previous = ""
-    for tok in tokens:
+    for at, tok in enumerate(code):
         structure = tok.type in (token.NEWLINE, token.INDENT, token.DEDENT)
         if not structure and any(start <= tok.start and tok.end <= end for start, end in skip):
             continue
         if tok.type == token.NAME:
-            text = NAME if tok.string in chosen and previous != "." else tok.string
+            own = tok.string in chosen and previous != "." and tok.start not in keywords
+            text = NAME if own else tok.string
         elif tok.type in (token.NUMBER, token.STRING):
             text = LITERAL
         elif tok.type == token.OP:
             text = tok.string
-        elif tok.type in (token.NEWLINE, token.INDENT, token.DEDENT):
+            after = code[at + 1].string if at + 1 < len(code) else ""
+            if text in "()" or (text == "," and after in (")", "]", "}")):
+                continue
+        elif structure:
             text = {token.NEWLINE: ";", token.INDENT: "{", token.DEDENT: "}"}[tok.type]
             if text == ";" and out and out[-1][0] in (";", "{", "}"):
                 continue  # the line of a statement left out
         else:
-            continue  # comments, blank lines, the end
+            continue  # the end
         out.append((text, tok.start[0]))
         previous = tok.string
     return out

@@ -105,6 +105,75 @@ OWN = {
                 return list(zip(top.indices.tolist(), top.values.tolist()))""",
         },
     },
+    "windows": {
+        "alex": {
+            "shift": "x = ids[..., :-1]\ny = ids[..., 1:]\nreturn x, y",
+            "window_starts": """\
+                starts = []
+                s = 0
+                while s + context_length < n_tokens:
+                    starts.append(s)
+                    s += stride
+                return starts""",
+            "TokenWindows.__init__": """\
+                self.data = ids.long() if torch.is_tensor(ids) else torch.tensor(ids)
+                self.n = context_length
+                self.offsets = window_starts(self.data.numel(), context_length, stride)""",
+            "TokenWindows.__len__": "return len(self.offsets)",
+            "TokenWindows.__getitem__": """\
+                o = self.offsets[i]
+                chunk = self.data[o : o + self.n + 1]
+                return chunk[:-1], chunk[1:]""",
+            "make_loader": """\
+                g = None
+                if seed is not None:
+                    g = torch.Generator()
+                    g.manual_seed(seed)
+                ds = TokenWindows(ids, context_length, stride)
+                return DataLoader(ds, batch_size, shuffle=shuffle, drop_last=drop_last, generator=g)
+                """,
+        },
+        "bea": {
+            "shift": "n = ids.shape[-1] - 1\nreturn ids.narrow(-1, 0, n), ids.narrow(-1, 1, n)",
+            "window_starts": """\
+                last = n_tokens - context_length
+                return [i for i in range(0, max(last, 0), stride)]""",
+            "TokenWindows.__init__": """\
+                self.tokens = torch.as_tensor(ids).to(torch.long)
+                self.size = context_length
+                self.index = list(range(0, len(self.tokens) - context_length, stride))""",
+            "TokenWindows.__len__": "return self.index.__len__()",
+            "TokenWindows.__getitem__": """\
+                begin = self.index[i]
+                end = begin + self.size
+                return self.tokens[begin:end], self.tokens[begin + 1 : end + 1]""",
+            "make_loader": """\
+                dataset = TokenWindows(ids, context_length, stride)
+                kwargs = {"batch_size": batch_size, "shuffle": shuffle, "drop_last": drop_last}
+                if seed is not None:
+                    kwargs["generator"] = torch.Generator().manual_seed(seed)
+                return DataLoader(dataset, **kwargs)""",
+        },
+        "cleo": {
+            "shift": "return ids[..., :-1].clone(), ids[..., 1:].clone()",
+            "window_starts": "return list(range(0, max(0, n_tokens - context_length), stride))",
+            "TokenWindows.__init__": """\
+                self.ids = ids.to(torch.long) if torch.is_tensor(ids) else torch.LongTensor(ids)
+                self.context_length = context_length
+                self.starts = window_starts(self.ids.shape[0], context_length, stride)""",
+            "TokenWindows.__len__": "return len(self.starts)",
+            "TokenWindows.__getitem__": """\
+                window = self.ids[self.starts[i] : self.starts[i] + self.context_length + 1]
+                return shift(window)""",
+            "make_loader": """\
+                gen = torch.Generator().manual_seed(seed) if seed is not None else None
+                windows = TokenWindows(ids, context_length, stride)
+                return DataLoader(
+                    windows, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                    generator=gen,
+                )""",
+        },
+    },
 }
 LESSONS = list(OWN)
 REFERENCE = ("ann", "bob", "cat", "dan")  # the reference solution, word for word
