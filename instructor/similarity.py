@@ -5,9 +5,9 @@ Each student's newest submission of the lesson's module is compared with every o
 1. *Normalised.* The code is read as Python tokens, so layout, comments, parentheses and
    trailing commas never count; every name the student chooses (variables, arguments,
    helpers, import aliases) becomes ``V`` and every literal ``L``, so a renamed copy reads the
-   same; statements that do nothing (``pass``,
-   a bare expression or docstring, ``x = x``, ``x += 0``, an assignment to a name never read)
-   are left out, so a copy padded with no-ops reads the same.
+   same; statements that do nothing (``pass``, a bare expression or docstring, ``x = x``,
+   ``x += 0``, an assignment to a name never read) are left out, so a copy padded with no-ops
+   reads the same.
 2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint; those of the
    released stub (the boilerplate every student starts from) are dropped.
 3. *Weighted by how few students share them.* A fingerprint two students share counts 1, one
@@ -65,9 +65,6 @@ class Fingerprints:
     """A submission's fingerprints, each with the source lines it covers."""
 
     lines: dict[tuple[str, ...], tuple[int, int]]
-
-    def __len__(self) -> int:
-        return len(self.lines)
 
 
 def _noop(statement: ast.stmt, read: set[str]) -> bool:
