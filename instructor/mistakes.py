@@ -141,7 +141,7 @@ class ClassReport:
                     item = found.setdefault(
                         (lesson.slug, where, key), Reteach(stats.check, key, [])
                     )
-                    item.students.extend(s for s in who if s not in item.students)
+                    item.students[:] = sorted(set(item.students) | set(who))
         order = {lesson.slug: n for n, lesson in enumerate(self.lessons)}
         return sorted(
             found.values(),
