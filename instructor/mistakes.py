@@ -406,7 +406,7 @@ def reteach_section(report: ClassReport, manifest: Manifest) -> list[str]:
             f"<li><strong>{len(item.students)} student(s)</strong>, lesson {lesson.number} "
             f"({e(lesson.slug)}), {e(where)}: {e(mistake_text(item.check, item.key, manifest))}"
             f" &mdash; revisit <a href='{e(report.link(item.check))}'>"
-            f"{e(item.check.link)}</a><br><span class='who'>{e(', '.join(item.students))}"
+            f"{e(lesson.title)}, #{e(item.check.section)}</a><br><span class='who'>{e(', '.join(item.students))}"
             "</span></li>"
         )
     out.append("</ol></section>")
