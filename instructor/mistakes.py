@@ -406,8 +406,8 @@ def reteach_section(report: ClassReport, manifest: Manifest) -> list[str]:
             f"<li><strong>{len(item.students)} student(s)</strong>, lesson {lesson.number} "
             f"({e(lesson.slug)}), {e(where)}: {e(mistake_text(item.check, item.key, manifest))}"
             f" &mdash; revisit <a href='{e(report.link(item.check))}'>"
-            f"{e(lesson.title)}, #{e(item.check.section)}</a><br><span class='who'>{e(', '.join(item.students))}"
-            "</span></li>"
+            f"{e(lesson.title)}, #{e(item.check.section)}</a><br>"
+            f"<span class='who'>{e(', '.join(item.students))}</span></li>"
         )
     out.append("</ol></section>")
     return out
