@@ -60,7 +60,7 @@ STAMP = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
 # up in the roster; ``timestamp`` holds the submission's date, when the name has one.
 DOWNLOAD_NAMES = {
     "Blackboard": r"^.+_(?P<student_id>[^_]+)_attempt_(?P<timestamp>.+)$",
-    "Canvas": r"^(?P<name>[a-z]+)(?:_LATE)?_(?P<lms_id>\d+)_\d+_.+$",
+    "Canvas": r"^(?P<name>[^_]+)(?:_LATE)?_(?P<lms_id>\d+)_\d+_.+$",
     "Moodle": r"^(?P<name>[^_]+)_(?P<lms_id>\d+)_assignsubmission_(?:file|onlinetext)_.*$",
     "a roster id": r"^(?P<student_id>.+)$",
 }
