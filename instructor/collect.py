@@ -4,12 +4,13 @@ Put the zips in ``build/nbgrader/downloaded/LESSON/archive/``, one per student, 
 ``STUDENT.zip`` or as the LMS's "download all" names them (:data:`DOWNLOAD_NAMES`):
 Blackboard's ``ASSIGNMENT_STUDENT_attempt_DATE.zip``, Canvas's
 ``lastfirst_USERID_SUBMISSION_file.zip`` and Moodle's
-``First Last_ID_assignsubmission_file_file.zip``; for any other, set ``c.SubmissionCollector.named_regexp`` in your
-``nbgrader_config.py`` (as nbgrader's ``ZipCollectApp`` has it: groups ``student_id``, or
-``lms_id`` and ``name``, and ``timestamp``). Canvas and Moodle name students by their LMS user
-id and name: those are found in the gradebook's roster (``nbgrader db student import``, with
-``lms_user_id``). When the gradebook has a roster, a student not on it is skipped with one line
-saying how to add them, never created silently.
+``First Last_ID_assignsubmission_file_file.zip``. For any other, set
+``c.SubmissionCollector.named_regexp`` in your ``nbgrader_config.py`` (as nbgrader's
+``ZipCollectApp`` has it: groups ``student_id``, or ``lms_id`` and ``name``, and
+``timestamp``). Canvas and Moodle name students by their LMS user id and name: those are
+found in the gradebook's roster (``nbgrader db student import``, with ``lms_user_id``). When
+the gradebook has a roster, a student not on it is skipped with one line saying how to add
+them, never created silently.
 
 Each zip holds the lesson's folder as released (``LESSON.ipynb`` and ``exercises/``), at its
 top level or inside one folder. Only the notebook and the ``exercises/`` package are kept; the
