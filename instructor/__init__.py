@@ -17,7 +17,8 @@ commands and formgrader work there too. The gradebook is its gradebook.db unless
 so later commands need not be told again.
 
 Modules: ``course`` (the course folder's layout), ``gradebook_url`` (which gradebook),
-``nbgrader_settings`` (nbgrader's options), ``late_penalty`` (its late-submission plugin),
+``nbgrader_settings`` (nbgrader's options), ``own_config`` (the instructor's own nbgrader
+settings), ``late_penalty`` (its late-submission plugin),
 ``kernel`` (the grading kernels' environment),
 ``nbgrader_api`` (nbgrader's API, the generated config file), ``errors``, ``release``
 (notebooks from the manifest), ``preprocessors`` (notebook rebuilt from the gradebook; hidden

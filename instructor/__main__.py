@@ -348,12 +348,12 @@ def gradescope(args: argparse.Namespace, course: Course) -> int:
 
 
 def similarity(args: argparse.Namespace, course: Course) -> int:
-    from .similarity import compare
+    from .similarity import DISPLAY_AT, compare
 
     for lesson in released_lessons(args, course) or []:
         path, pairs = compare(course, lesson, args.to)
-        for pair in pairs[:5]:
-            print(f"{lesson}: {pair.first} and {pair.second} share {pair.share:.0%} of their code")
+        for pair in [p for p in pairs if p.share >= DISPLAY_AT][:5]:
+            print(f"{lesson}: {pair.first} and {pair.second}: {pair.share:.0%} similar")
         print(f"wrote {path} (instructors only: it names students)")
     return OK
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from core.cli import one_line
@@ -19,28 +18,11 @@ def late_penalty_plugin(course: Course) -> Any:
     ``c.AssignLatePenalties.plugin_class = "late.SubMarks"`` for a plugin of one's own in
     ``late.py`` in the course folder, as nbgrader's documentation places it. The course's own
     settings have none. Autograde asks it for each late submission's penalty."""
-    from jupyter_core.paths import jupyter_config_path
     from nbgrader.preprocessors import AssignLatePenalties
-    from traitlets.config import Config
-    from traitlets.config.loader import (
-        ConfigFileNotFound,
-        JSONFileConfigLoader,
-        PyFileConfigLoader,
-    )
 
-    config = Config()
-    for directory in reversed(jupyter_config_path()):  # the most important one merges last
-        for loader in (JSONFileConfigLoader, PyFileConfigLoader):
-            name = "nbgrader_config." + ("json" if loader is JSONFileConfigLoader else "py")
-            try:
-                config.merge(loader(name, path=directory).load_config())
-            except ConfigFileNotFound:
-                continue
-            except Exception as error:  # noqa: BLE001 - the instructor's file, any mistake
-                raise SetupError(
-                    f"{Path(directory) / name}: {one_line(error)} "
-                    "(fix or remove that file; nbgrader's own commands read it too)"
-                ) from None
+    from .own_config import instructor_config
+
+    config = instructor_config()
     added = str(course.root) not in sys.path
     if added:
         sys.path.insert(0, str(course.root))

@@ -1,14 +1,22 @@
 """``report``: what the class gets wrong, for the instructor: ``reports/mistakes.html`` (with
 plots) and ``reports/mistakes.csv`` and ``reports/stuck.csv`` in the course folder.
 
-From the gradebook: per lesson, the distribution of points over the students' submissions.
-From the per-check history autograde records (:mod:`.gradebook`, ``course_check_history``):
-per check, the share of students whose latest submission fails it and the mistakes the graders
-diagnosed, most common first, each with its hint and a link to the chapter section that
-explains it; and the students who are stuck: failing the same check in their last two
-submissions or more, in the order submitted (distinct submissions: regrading the same files
-does not count), the earlier attempts of one LMS download included (:mod:`.collect` keeps
-them, autograde grades them into the history).
+It opens with *what to re-teach*: the mistakes of the students' latest submissions, ranked by
+the number of students they affect, each with the section of the chapter to revisit (the
+manifest's link). Then the code the checker's reading refused, for review by hand (a grading
+report's ``flagged`` entries), and per lesson that anybody submitted (the others are named in
+one line and left out, of the CSV too): the distribution of points as ``grades.csv`` has them
+(late penalty included; the students' table shows the raw points beside), the students whose
+module failed to import, once each with its cause, and per check the share of students whose
+latest submission fails it and the mistakes the graders diagnosed, most common first, each
+with its hint and a link to the section that explains it. Last, the students who are stuck:
+failing the same check in their last two submissions or more, in the order submitted
+(distinct submissions: regrading the same files does not count), the earlier attempts of one
+LMS download included (:mod:`.collect` keeps them, autograde grades them into the history).
+
+From the gradebook (scores, penalties), the per-check history autograde records
+(:mod:`.gradebook`, ``course_check_history``) and the grading reports of the latest
+submissions (``results/STUDENT/LESSON.json``: import errors, flagged code).
 
 The report names hidden checks and their hints: it is for instructors, says so at the top, and
 is written only to the course folder, never into release/ or feedback/.
@@ -19,6 +27,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,17 +36,51 @@ from typing import Any
 
 from core.atomic import atomic_write_bytes
 from core.manifest import Check, Lesson, Manifest, load_manifest
+from graders.hints import TIMED_OUT
 
 from .course import COURSE_ID, Course
 from .export import write_csv
 from .gradebook import HARNESS_MISTAKES, HISTORY, NOT_IMPLEMENTED_KEY, UNNAMED
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
+RETEACH = 10  # mistakes listed under "what to re-teach"
 NOT_SUBMITTED = "&ndash;"  # a lesson's cell in the students' table, explained above it
+IMPORT_FAILED = "import-failed"  # mistakes.csv's name for a module that failed to import
+NOT_TAUGHT = {NOT_IMPLEMENTED_KEY, "not-graded"}  # failures that are no mistake to re-teach
 MISTAKE_WORDS = {
     "not-graded": "not graded (the grading run ended first)",
     **{name: start for start, name in HARNESS_MISTAKES.items()},
 }
+
+
+@dataclass(frozen=True)
+class Score:
+    """A submission's points as grades.csv has them (late penalty included), and before it."""
+
+    points: float
+    max_points: float
+    raw: float
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Code the checker's reading refused, for review by hand (a report's ``flagged`` entry)."""
+
+    student: str
+    lesson: str
+    function: str
+    file: str
+    line: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Reteach:
+    """A mistake of the class, the students it affects and the check that diagnosed it."""
+
+    check: Check
+    key: str
+    students: list[str]
 
 
 @dataclass
@@ -67,21 +110,47 @@ class Stuck:
 
 @dataclass
 class ClassReport:
-    lessons: list[Lesson]
-    scores: dict[str, list[float]]  # lesson -> each submission's points
+    lessons: list[Lesson]  # those anybody submitted, in course order
+    scores: dict[str, list[float]]  # lesson -> each submission's points (penalty included)
     max_points: dict[str, float]
     checks: dict[str, list[CheckStats]]  # lesson -> its checks, most failed first
     stuck: list[Stuck]
     site: str
-    # student -> lesson -> (points, max points); a lesson missing: not submitted
-    students: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    # student -> lesson -> its score; a lesson missing: not submitted
+    students: dict[str, dict[str, Score]] = field(default_factory=dict)
+    unsubmitted: list[Lesson] = field(default_factory=list)  # released, nobody submitted
+    import_failed: dict[str, dict[str, str]] = field(default_factory=dict)  # lesson -> who, why
+    flagged: list[Flag] = field(default_factory=list)
 
     def not_submitted(self, lesson: str) -> list[str]:
         return sorted(s for s, done in self.students.items() if lesson not in done)
 
+    def link(self, check: Check) -> str:
+        return self.site + check.url if self.site else check.link
+
+    def reteach(self) -> list[Reteach]:
+        """The class's mistakes, most students first: one per function and mistake (a
+        mistake no check names, per check), stubs and ungraded checks left out."""
+        found: dict[tuple[str, str, str], Reteach] = {}
+        for lesson in self.lessons:
+            for stats in self.checks.get(lesson.slug, []):
+                for key, who in stats.mistakes.items():
+                    if key in NOT_TAUGHT:
+                        continue
+                    where = stats.check.id if key == UNNAMED else stats.check.function
+                    item = found.setdefault(
+                        (lesson.slug, where, key), Reteach(stats.check, key, [])
+                    )
+                    item.students[:] = sorted(set(item.students) | set(who))
+        order = {lesson.slug: n for n, lesson in enumerate(self.lessons)}
+        return sorted(
+            found.values(),
+            key=lambda r: (-len(r.students), order[r.check.lesson], r.check.id, r.key),
+        )
+
 
 def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
-    """Read the gradebook and the history into the report's numbers."""
+    """Read the gradebook, the history and the latest reports into the report's numbers."""
     from nbgrader.api import Gradebook
     from sqlalchemy import select
 
@@ -92,20 +161,29 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
     max_points: dict[str, float] = {}
     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
         names = {a.name for a in gb.assignments}
-        students: dict[str, dict[str, tuple[float, float]]] = {s.id: {} for s in gb.students}
+        students: dict[str, dict[str, Score]] = {s.id: {} for s in gb.students}
         for assignment in gb.assignments:
-            max_points[assignment.name] = float(assignment.max_score)
+            most = float(assignment.max_score)
+            max_points[assignment.name] = most
             for sub in assignment.submissions:
-                scores[assignment.name].append(float(sub.score))
-                students.setdefault(sub.student.id, {})[assignment.name] = (
-                    float(sub.score),
-                    float(assignment.max_score),
-                )
+                raw = float(sub.score)
+                points = max(0.0, raw - float(sub.late_submission_penalty or 0))
+                scores[assignment.name].append(points)
+                students.setdefault(sub.student.id, {})[assignment.name] = Score(points, most, raw)
         HISTORY.create(gb.engine, checkfirst=True)
         rows = gb.db.execute(
             select(HISTORY).order_by(HISTORY.c.graded, HISTORY.c.fingerprint)
         ).fetchall()
-    lessons = [lesson for lesson in manifest.lessons if lesson.slug in names]  # course order
+    released = [lesson for lesson in manifest.lessons if lesson.slug in names]  # course order
+    lessons = [lesson for lesson in released if scores.get(lesson.slug)]
+    import_failed: dict[str, dict[str, str]] = {}
+    flagged: list[Flag] = []
+    for lesson in lessons:
+        for student in sorted(s for s, done in students.items() if lesson.slug in done):
+            entry = latest_report(course, student, lesson.slug)
+            if entry.get("import_error"):
+                import_failed.setdefault(lesson.slug, {})[student] = str(entry["import_error"])
+            flagged += flags(entry, student, lesson.slug)
     # Each student's submissions of a lesson: fingerprint -> check rows.
     history: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
@@ -114,9 +192,10 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
     stuck: list[Stuck] = []
     for lesson in lessons:
         stats = {c.id: CheckStats(c) for c in lesson.checks}
+        failed_import = import_failed.get(lesson.slug, {})
         for (student, slug), submissions in sorted(history.items()):
-            if slug != lesson.slug:
-                continue
+            if slug != lesson.slug or student in failed_import:
+                continue  # said once, with its cause, not as a failure of every check
             attempts = sorted(submissions.values(), key=_submitted)
             latest = attempts[-1]
             for check_id, row in latest.items():
@@ -138,8 +217,48 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
                         stuck.append(Stuck(student, slug, check_id, run, row.mistake))
         checks[lesson.slug] = sorted(stats.values(), key=lambda s: (-s.share, s.check.id))
     return ClassReport(
-        lessons, dict(scores), max_points, checks, stuck, course_site(course), students
+        lessons,
+        dict(scores),
+        max_points,
+        checks,
+        stuck,
+        course_site(course),
+        students,
+        unsubmitted=[lesson for lesson in released if lesson not in lessons],
+        import_failed=import_failed,
+        flagged=flagged,
     )
+
+
+def latest_report(course: Course, student: str, lesson: str) -> dict[str, Any]:
+    """The lesson's entry in the grading report of the student's latest submission
+    (``results/STUDENT/LESSON.json``), or {} when there is none to read."""
+    try:
+        result = json.loads((course.results / student / f"{lesson}.json").read_text("utf-8"))
+        entries = result["report"]["lessons"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return next((e for e in entries if isinstance(e, dict) and e.get("slug") == lesson), {})
+
+
+def flags(entry: dict[str, Any], student: str, lesson: str) -> list[Flag]:
+    """A report entry's ``flagged`` list: {function, file, line, reason} each."""
+    found = []
+    for item in entry.get("flagged") or []:
+        if not isinstance(item, dict):
+            continue
+        line = item.get("line")
+        found.append(
+            Flag(
+                student,
+                lesson,
+                str(item.get("function") or ""),
+                str(item.get("file") or ""),
+                line if isinstance(line, int) and not isinstance(line, bool) else None,
+                str(item.get("reason") or ""),
+            )
+        )
+    return found
 
 
 def _submitted(attempt: dict[str, Any]) -> tuple[datetime, datetime]:
@@ -156,6 +275,8 @@ def mistake_text(check: Check, key: str, manifest: Manifest) -> str:
         return known[key]
     if key == UNNAMED:
         return f"no specific mistake recognised; the check's hint: {check.hint}"
+    if key == "timed-out":
+        return TIMED_OUT.format(seconds=check.timeout)
     return MISTAKE_WORDS.get(key, key)
 
 
@@ -236,61 +357,16 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
     ]
     if not report.lessons:
         out.append("<p>No lesson has been autograded yet.</p>")
+    if report.unsubmitted:
+        out.append(
+            "<p class='missing' id='unsubmitted'>Nobody has submitted (left out): "
+            + e(", ".join(f"{lesson.number}. {lesson.slug}" for lesson in report.unsubmitted))
+            + "</p>"
+        )
+    out += reteach_section(report, manifest)
+    out += flagged_section(report)
     for lesson in report.lessons:
-        scores = report.scores.get(lesson.slug, [])
-        most = report.max_points.get(lesson.slug, 0.0)
-        stats = report.checks.get(lesson.slug, [])
-        out.append(
-            f"<section id='{e(lesson.slug)}'><h2>Lesson {lesson.number}: {e(lesson.title)}</h2>"
-        )
-        if not scores:
-            out.append("<p>No submissions yet.</p></section>")
-            continue
-        mean = sum(scores) / len(scores)
-        missing = report.not_submitted(lesson.slug)
-        out.append(
-            f"<p>{len(scores)} submission(s); mean {mean:.1f} of {most:g} points; "
-            f"{sum(s >= most for s in scores)} with full marks.</p>"
-            + (
-                f"<p class='missing'>Not submitted ({len(missing)}): {e(', '.join(missing))}</p>"
-                if missing
-                else ""
-            )
-        )
-        out.append(
-            f"<img alt='points of {e(lesson.slug)}' "
-            f"src='{plot_points(scores, most, f'{lesson.slug}: points')}'>"
-        )
-        if any(s.failed for s in stats):
-            out.append(
-                f"<img alt='checks failed in {e(lesson.slug)}' "
-                f"src='{plot_failures(stats, f'{lesson.slug}: checks failed')}'>"
-            )
-        out.append(
-            "<div class='scroll'><table><tr><th>check</th><th>function</th>"
-            "<th class='n'>failed</th>"
-            "<th>mistakes, most common first, with who made them</th>"
-            "<th>not implemented yet</th></tr>"
-        )
-        for s in stats:
-            if not s.students:
-                continue
-            link = report.site + s.check.url if report.site else s.check.link
-            items = "".join(
-                f"<li>{len(who)} &times; <strong>{e(key)}</strong>: "
-                f"{e(mistake_text(s.check, key, manifest))} "
-                f"(<a href='{e(link)}'>read</a>)<br><span class='who'>{e(', '.join(who))}"
-                "</span></li>"
-                for key, who in s.most_common()
-            )
-            out.append(
-                f"<tr><td>{e(s.check.id)}{' (hidden)' if s.check.hidden else ''}</td>"
-                f"<td>{e(s.check.function)}</td>"
-                f"<td class='n'>{s.failed} of {s.students} ({100 * s.share:.0f}%)</td>"
-                f"<td><ul>{items}</ul></td>"
-                f"<td class='who'>{e(', '.join(s.not_implemented))}</td></tr>"
-            )
-        out.append("</table></div></section>")
+        out += lesson_section(report, manifest, lesson)
     out += student_table(report)
     out.append("<section id='stuck'><h2>Students who are stuck</h2>")
     if report.stuck:
@@ -311,25 +387,147 @@ def render_html(report: ClassReport, manifest: Manifest) -> str:
     return "\n".join(out)
 
 
+def reteach_section(report: ClassReport, manifest: Manifest) -> list[str]:
+    """The class's mistakes, most students first, each with the section to revisit."""
+    e = html.escape
+    items = report.reteach()[:RETEACH]
+    out = ["<section id='reteach'><h2>What to re-teach</h2>"]
+    if not items:
+        out.append("<p>Nothing yet: no latest submission makes a mistake.</p></section>")
+        return out
+    out.append(
+        "<p>The mistakes of the latest submissions, by the number of students they affect "
+        "(a function still a stub is not counted).</p><ol>"
+    )
+    for item in items:
+        lesson = manifest.lesson(item.check.lesson)
+        where = item.check.id if item.key == UNNAMED else item.check.function
+        out.append(
+            f"<li><strong>{len(item.students)} student(s)</strong>, lesson {lesson.number} "
+            f"({e(lesson.slug)}), {e(where)}: {e(mistake_text(item.check, item.key, manifest))}"
+            f" &mdash; revisit <a href='{e(report.link(item.check))}'>"
+            f"{e(lesson.title)}, #{e(item.check.section)}</a><br>"
+            f"<span class='who'>{e(', '.join(item.students))}</span></li>"
+        )
+    out.append("</ol></section>")
+    return out
+
+
+def flagged_section(report: ClassReport) -> list[str]:
+    """Code the checker's reading refused: the students and lines to read by hand."""
+    if not report.flagged:
+        return []
+    e = html.escape
+    out = [
+        "<section id='flagged'><h2>Flagged for review</h2>",
+        "<p>Code of the latest submissions that the checker's reading refused: read it "
+        "before you trust these grades.</p>",
+        "<div class='scroll'><table><tr><th>student</th><th>lesson</th><th>function</th>"
+        "<th>where</th><th>why</th></tr>",
+    ]
+    for flag in report.flagged:
+        where = flag.file + (f", line {flag.line}" if flag.line is not None else "")
+        out.append(
+            f"<tr><td class='id'>{e(flag.student)}</td><td>{e(flag.lesson)}</td>"
+            f"<td>{e(flag.function)}</td><td>{e(where)}</td><td>{e(flag.reason)}</td></tr>"
+        )
+    out.append("</table></div></section>")
+    return out
+
+
+def lesson_section(report: ClassReport, manifest: Manifest, lesson: Lesson) -> list[str]:
+    e = html.escape
+    scores = report.scores.get(lesson.slug, [])
+    most = report.max_points.get(lesson.slug, 0.0)
+    stats = report.checks.get(lesson.slug, [])
+    out = [f"<section id='{e(lesson.slug)}'><h2>Lesson {lesson.number}: {e(lesson.title)}</h2>"]
+    mean = sum(scores) / len(scores)
+    late = [
+        s
+        for s, done in report.students.items()
+        if lesson.slug in done and done[lesson.slug].points < done[lesson.slug].raw
+    ]
+    out.append(
+        f"<p>{len(scores)} submission(s); mean {mean:.1f} of {most:g} points; "
+        f"{sum(s >= most for s in scores)} with full marks"
+        + (f"; late penalties included ({len(late)} late)" if late else "")
+        + ".</p>"
+    )
+    missing = report.not_submitted(lesson.slug)
+    if missing:
+        out.append(
+            f"<p class='missing'>Not submitted ({len(missing)}): {e(', '.join(missing))}</p>"
+        )
+    failed_import = report.import_failed.get(lesson.slug, {})
+    if failed_import:
+        out.append(
+            f"<p class='import'>The module failed to import ({len(failed_import)}; no check "
+            "ran, so none is counted below):</p><ul class='import'>"
+            + "".join(
+                f"<li><span class='who'>{e(student)}</span>: {e(cause)}</li>"
+                for student, cause in sorted(failed_import.items())
+            )
+            + "</ul>"
+        )
+    out.append(
+        f"<img alt='points of {e(lesson.slug)}' "
+        f"src='{plot_points(scores, most, f'{lesson.slug}: points')}'>"
+    )
+    if any(s.failed for s in stats):
+        out.append(
+            f"<img alt='checks failed in {e(lesson.slug)}' "
+            f"src='{plot_failures(stats, f'{lesson.slug}: checks failed')}'>"
+        )
+    out.append(
+        "<div class='scroll'><table><tr><th>check</th><th>function</th>"
+        "<th class='n'>failed</th>"
+        "<th>mistakes, most common first, with who made them</th>"
+        "<th>not implemented yet</th></tr>"
+    )
+    for s in stats:
+        if not s.students:
+            continue
+        items = "".join(
+            f"<li>{len(who)} &times; <strong>{e(key)}</strong>: "
+            f"{e(mistake_text(s.check, key, manifest))} "
+            f"(<a href='{e(report.link(s.check))}'>read</a>)<br><span class='who'>"
+            f"{e(', '.join(who))}</span></li>"
+            for key, who in s.most_common()
+        )
+        out.append(
+            f"<tr><td>{e(s.check.id)}{' (hidden)' if s.check.hidden else ''}</td>"
+            f"<td>{e(s.check.function)}</td>"
+            f"<td class='n'>{s.failed} of {s.students} ({100 * s.share:.0f}%)</td>"
+            f"<td><ul>{items}</ul></td>"
+            f"<td class='who'>{e(', '.join(s.not_implemented))}</td></tr>"
+        )
+    out.append("</table></div></section>")
+    return out
+
+
 def student_table(report: ClassReport) -> list[str]:
-    """A row per student, a column per lesson (course order): points, or not submitted."""
+    """A row per student, a column per lesson (course order): points as grades.csv has them
+    (the raw points beside, when a late penalty took some), or not submitted."""
     if not report.students:
         return []
     e = html.escape
     out = [
         "<section id='students'><h2>Students</h2>",
-        f"<p>Points per lesson; {NOT_SUBMITTED} not submitted.</p>",
+        f"<p>Points per lesson, late penalty included (the raw points beside); {NOT_SUBMITTED} "
+        "not submitted.</p>",
         "<div class='scroll'><table><tr><th>student</th>",
         *(f"<th class='n'>{lesson.number}. {e(lesson.slug)}</th>" for lesson in report.lessons),
         "</tr>",
     ]
     for student, done in sorted(report.students.items()):
-        cells = [
-            f"<td class='n'>{done[lesson.slug][0]:g} of {done[lesson.slug][1]:g}</td>"
-            if lesson.slug in done
-            else f"<td class='n missing' title='not submitted'>{NOT_SUBMITTED}</td>"
-            for lesson in report.lessons
-        ]
+        cells = []
+        for lesson in report.lessons:
+            score = done.get(lesson.slug)
+            if score is None:
+                cells.append(f"<td class='n missing' title='not submitted'>{NOT_SUBMITTED}</td>")
+                continue
+            raw = f" (raw {score.raw:g})" if score.points < score.raw else ""
+            cells.append(f"<td class='n'>{score.points:g} of {score.max_points:g}{raw}</td>")
         out.append(f"<tr><td class='id'>{e(student)}</td>{''.join(cells)}</tr>")
     out.append("</table></div></section>")
     return out
@@ -338,8 +536,20 @@ def student_table(report: ClassReport) -> list[str]:
 def mistake_rows(report: ClassReport, manifest: Manifest) -> list[dict[str, str]]:
     rows = []
     for lesson in report.lessons:
+        failed_import = report.import_failed.get(lesson.slug, {})
+        for student, cause in sorted(failed_import.items()):
+            rows.append(
+                dict.fromkeys(MISTAKE_COLUMNS, "")
+                | {
+                    "lesson": lesson.slug,
+                    "mistake": IMPORT_FAILED,
+                    "count": "1",
+                    "who": student,
+                    "hint": cause,
+                }
+            )
         for s in report.checks.get(lesson.slug, []):
-            link = report.site + s.check.url if report.site else s.check.link
+            link = report.link(s.check)
             base = {
                 "lesson": lesson.slug,
                 "check": s.check.id,

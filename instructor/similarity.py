@@ -1,19 +1,41 @@
 """``similarity LESSON``: which submissions of a lesson look alike (instructors only).
 
-Each student's newest submission of the lesson's module is compared with every other's by
-copydetect (a maintained implementation of winnowing, the fingerprinting MOSS uses: code is
-tokenised first, so renamed variables still match). The released stub is boilerplate: what
-every student starts from never counts as shared. The HTML report (copydetect's, with a
-notice on top) lists the most similar pairs and highlights the passages they share; it names
-students, so it is for the course staff only. A high score is a reason to look, not proof:
-short exercises have few ways to be written.
+Each student's newest submission of the lesson's module is compared with every other's:
+
+1. *Normalised.* The code is read as Python tokens, so layout, comments, parentheses and
+   trailing commas never count; every name the student chooses (variables, arguments,
+   helpers, import aliases) becomes ``V`` and every literal ``L``, so a renamed copy reads the
+   same; statements that do nothing (``pass``, a bare expression or docstring, ``x = x``,
+   ``x += 0``, an assignment to a name never read) are left out, so a copy padded with no-ops
+   reads the same.
+2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint; those of the
+   released stub (the boilerplate every student starts from) are dropped.
+3. *Weighted by how few students share them.* A fingerprint two students share counts 1, one
+   that ``n`` share counts 1 for each pair of them, ``2 / (n (n - 1))``: what every correct
+   solution writes the same way (a one-line ``causal_mask``) counts next to nothing.
+4. *Scored per pair*: the weight of the fingerprints both have, divided by the number of
+   fingerprints either has (at least :data:`MIN_FINGERPRINTS`, so a few lines are never a
+   large share). 100% is two submissions identical but for names, literals and no-ops, that
+   nobody else's resembles; a short partial submission shares little with a whole one.
+
+The HTML report lists the pairs, most similar first, says how to read the percentages and shows
+each flagged pair side by side with the lines they share marked. It names students: it is for
+the course staff only. A high score is a reason to read both, not proof.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from dataclasses import dataclass
+import ast
+import builtins
+import html
+import io
+import re
+import token
+import tokenize
+from collections import Counter
+from collections.abc import Set
+from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 
 from core.atomic import atomic_write_bytes
@@ -23,33 +45,184 @@ from .autograde import STUDENT_ID
 from .course import PACKAGE, Course
 from .errors import SetupError
 
-DISPLAY_AT = 0.3  # pairs sharing at least this share of their code are shown
-NOTICE = (
-    "<p id='instructors-only' style='background:#fff3cd;border:1px solid #e0c060;"
-    "padding:.6rem 1rem'><strong>For instructors only.</strong> Similar pairs of "
-    "submissions of {lesson}, the released stub's code ignored. A high score is a reason to "
-    "read both, not proof.</p>"
-)
+K = 8  # normalised tokens per fingerprint: about half a line of code
+MIN_FINGERPRINTS = 24  # a pair's score is out of at least this many (a few lines of code)
+DISPLAY_AT = 0.3  # pairs scoring at least this are flagged and shown side by side
+NAME, LITERAL = "V", "L"
+_IDENTITY = {ast.Add: 0, ast.Sub: 0, ast.Mult: 1, ast.Div: 1, ast.FloorDiv: 1, ast.Pow: 1}
 
 
 @dataclass(frozen=True)
 class Pair:
     first: str
     second: str
-    share: float  # of the first student's code found in the second's (the larger of both ways)
+    share: float  # the pair's score, 0 to 1 (see the module's docstring)
+    lines: dict[str, list[int]] = field(default_factory=dict, compare=False)  # shared lines
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    """A submission's fingerprints, each with the source lines it covers."""
+
+    lines: dict[tuple[str, ...], tuple[int, int]]
+
+
+def _noop(statement: ast.stmt, read: set[str]) -> bool:
+    """Whether a statement does nothing worth comparing (``read``: every name ever loaded)."""
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Constant | ast.Name)
+    if isinstance(statement, ast.Assign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if len(names) != len(targets):
+            return False  # an attribute or item is set: that is an effect
+        value = statement.value
+        same = isinstance(value, ast.Name) and all(n == value.id for n in names)
+        return same or not any(n in read for n in names)
+    if isinstance(statement, ast.AugAssign):
+        value = statement.value
+        return (
+            isinstance(value, ast.Constant)
+            and type(statement.op) in _IDENTITY
+            and value.value == _IDENTITY[type(statement.op)]
+        )
+    return False
+
+
+def _spans(tree: ast.Module) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the statements that do nothing are, as (start, end) token positions."""
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return [
+        ((s.lineno, s.col_offset), (s.end_lineno or s.lineno, s.end_col_offset or 0))
+        for s in ast.walk(tree)
+        if isinstance(s, ast.stmt) and _noop(s, read)
+    ]
+
+
+def _chosen_names(tree: ast.Module, kept: set[str]) -> set[str]:
+    """The names a student chose: bound in the module, other than the stub's own."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names - kept
+
+
+def public_names(stub: str) -> set[str]:
+    """The functions and classes the stub defines: the lesson's interface, kept as written."""
+    try:
+        tree = ast.parse(stub)
+    except SyntaxError:
+        return set()
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+def normalise(source: str, kept: Set[str] = frozenset()) -> list[tuple[str, int]]:
+    """The code's tokens as compared, each with its line: chosen names ``V`` (not a call's
+    keyword, which names the callee's parameter), literals ``L``; no-op statements, comments,
+    layout, parentheses and trailing commas left out. Code that does not parse is compared as
+    its words and symbols, each word a name."""
+    try:
+        tree = ast.parse(source)
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        words = []
+        for number, line in enumerate(source.splitlines(), start=1):
+            for word in re.findall(r"\w+|[^\w\s]", line):
+                shown = LITERAL if word[0].isdigit() else word
+                words.append((NAME if word.isidentifier() else shown, number))
+        return words
+    skip = _spans(tree)
+    chosen = _chosen_names(tree, set(kept) | set(dir(builtins)))
+    keywords = {
+        (k.lineno, k.col_offset) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg
+    }
+    code = [t for t in tokens if t.type not in (token.NL, token.COMMENT)]
+    out: list[tuple[str, int]] = []
+    previous = ""
+    for at, tok in enumerate(code):
+        structure = tok.type in (token.NEWLINE, token.INDENT, token.DEDENT)
+        if not structure and any(start <= tok.start and tok.end <= end for start, end in skip):
+            continue
+        if tok.type == token.NAME:
+            own = tok.string in chosen and previous != "." and tok.start not in keywords
+            text = NAME if own else tok.string
+        elif tok.type in (token.NUMBER, token.STRING):
+            text = LITERAL
+        elif tok.type == token.OP:
+            text = tok.string
+            after = code[at + 1].string if at + 1 < len(code) else ""
+            if text in "()" or (text == "," and after in (")", "]", "}")):
+                continue
+        elif structure:
+            text = {token.NEWLINE: ";", token.INDENT: "{", token.DEDENT: "}"}[tok.type]
+            if text == ";" and out and out[-1][0] in (";", "{", "}"):
+                continue  # the line of a statement left out
+        else:
+            continue  # the end
+        out.append((text, tok.start[0]))
+        previous = tok.string
+    return out
+
+
+def fingerprints(source: str, stub: str = "") -> Fingerprints:
+    """The fingerprints of a submission (runs of :data:`K` normalised tokens) that the stub
+    does not have, each with the first and last line it covers."""
+    kept = public_names(stub)
+    common = set(_grams(normalise(stub, kept))) if stub else set()
+    found: dict[tuple[str, ...], tuple[int, int]] = {}
+    for gram, span in _grams(normalise(source, kept)).items():
+        if gram not in common:
+            found.setdefault(gram, span)
+    return Fingerprints(found)
+
+
+def _grams(tokens: list[tuple[str, int]]) -> dict[tuple[str, ...], tuple[int, int]]:
+    grams: dict[tuple[str, ...], tuple[int, int]] = {}
+    for at in range(len(tokens) - K + 1):
+        run = tokens[at : at + K]
+        grams.setdefault(tuple(t for t, _ in run), (run[0][1], run[-1][1]))
+    return grams
+
+
+def rank(sources: dict[str, str], stub: str = "") -> list[Pair]:
+    """Every pair of submissions (student -> source), most similar first."""
+    prints = {student: fingerprints(source, stub) for student, source in sources.items()}
+    shared_by = Counter(gram for found in prints.values() for gram in found.lines)
+    pairs = []
+    for first, second in combinations(sorted(prints), 2):
+        a, b = prints[first], prints[second]
+        both = a.lines.keys() & b.lines.keys()
+        weight = sum(2 / (shared_by[gram] * (shared_by[gram] - 1)) for gram in both)
+        either = max(len(a.lines.keys() | b.lines.keys()), MIN_FINGERPRINTS)
+        lines = {
+            student: sorted(
+                {n for gram in both for n in range(found.lines[gram][0], found.lines[gram][1] + 1)}
+            )
+            for student, found in ((first, a), (second, b))
+        }
+        pairs.append(Pair(first, second, weight / either, lines))
+    return sorted(pairs, key=lambda p: (-p.share, p.first, p.second))
 
 
 def compare(course: Course, lesson: str, to: Path | None = None) -> tuple[Path, list[Pair]]:
     """Write ``reports/similarity-LESSON.html``; returns it and the pairs, most similar first."""
-    try:
-        from copydetect import CopyDetector
-    except ImportError:
-        raise SetupError(
-            "copydetect is not installed: install the grading extra (pip install -e '.[grading]')"
-        ) from None
     module = f"{load_manifest().lesson(lesson).module}.py"
     stub = course.source / lesson / PACKAGE / module
-    # Only ids autograde accepts: copydetect's page shows the file names unescaped.
     students = [
         s
         for s in course.students(lesson)
@@ -57,32 +230,70 @@ def compare(course: Course, lesson: str, to: Path | None = None) -> tuple[Path, 
     ]
     if len(students) < 2:
         raise SetupError(f"fewer than two submissions of {lesson}: nothing to compare")
+    sources = {
+        s: (course.submitted / s / lesson / PACKAGE / module).read_text(errors="replace")
+        for s in students
+    }
+    pairs = rank(sources, stub.read_text() if stub.is_file() else "")
     path = Path(to or course.root / "reports") / f"similarity-{lesson}.html"
-    with tempfile.TemporaryDirectory(prefix="course-similarity-") as tmp:
-        # One folder per student, so that the report names who wrote each file.
-        for student in students:
-            (Path(tmp) / student).mkdir()
-            shutil.copyfile(
-                course.submitted / student / lesson / PACKAGE / module, Path(tmp) / student / module
-            )
-        detector = CopyDetector(
-            extensions=["py"],
-            display_t=DISPLAY_AT,
-            autoopen=False,
-            silent=True,
-            out_file=str(Path(tmp) / "report.html"),  # unused: the page is returned
+    atomic_write_bytes(path, render_html(lesson, sources, pairs).encode("utf-8"))
+    return path, pairs
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem;
+       color: #222; }
+.notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6rem 1rem; }
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
+th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd; }
+td.n { text-align: right; }
+.side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+.side > div { overflow-x: auto; min-width: 0; }
+pre { font-size: .8rem; line-height: 1.3; }
+mark { background: #ffd8a8; }
+"""
+
+
+def render_html(lesson: str, sources: dict[str, str], pairs: list[Pair]) -> str:
+    e = html.escape
+    flagged = [p for p in pairs if p.share >= DISPLAY_AT]
+    out = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>Similar submissions of {e(lesson)} (instructors only)</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>Similar submissions of {e(lesson)}</h1>",
+        "<p class='notice' id='instructors-only'><strong>For instructors only.</strong> It "
+        "names students. A high score is a reason to read both submissions, not proof.</p>",
+        "<h2>How to read the percentages</h2><p>A pair's score is the part of the two "
+        "submissions' code that they have in common and few others have. Names, literals, "
+        "comments, layout and statements that do nothing are ignored, and so is the released "
+        "stub; a passage two students share counts fully, one that <i>n</i> students share "
+        "counts 1 for each pair of them, 2/(<i>n</i>(<i>n</i>&minus;1)), so what every "
+        "correct solution writes the same way counts next to nothing. 100% means identical "
+        "but for names and no-ops, and unlike anyone else's; a few lines are never a large "
+        f"share. Pairs at {DISPLAY_AT:.0%} or more are flagged and shown side by side, the "
+        "shared lines marked.</p>",
+        f"<p>{len(sources)} submissions, {len(pairs)} pairs, {len(flagged)} flagged.</p>",
+        "<table><tr><th>#</th><th>students</th><th class='n'>score</th></tr>",
+    ]
+    for number, pair in enumerate(pairs[: max(len(flagged), 10)], start=1):
+        who = f"{e(pair.first)} and {e(pair.second)}"
+        if pair.share >= DISPLAY_AT:
+            who = f"<a href='#pair-{number}'>{who}</a>"
+        out.append(f"<tr><td>{number}</td><td>{who}</td><td class='n'>{pair.share:.0%}</td></tr>")
+    out.append("</table>")
+    for number, pair in enumerate(flagged, start=1):
+        out.append(
+            f"<section id='pair-{number}'><h2>{number}. {e(pair.first)} and {e(pair.second)}: "
+            f"{pair.share:.0%}</h2><div class='side'>"
         )
-        for student in students:
-            detector.add_file(str(Path(tmp) / student / module))
-        if stub.is_file():
-            detector.add_file(str(stub), type="boilerplate")
-        detector.run()
-        pairs = [
-            Pair(Path(a).parent.name, Path(b).parent.name, max(share_a, share_b))
-            for share_a, share_b, a, b, *_ in detector.get_copied_code_list()
-        ]
-        page = detector.generate_html_report(output_mode="return")
-    at = page.find(">", page.find("<body")) + 1
-    page = page[:at] + NOTICE.format(lesson=lesson) + page[at:]
-    atomic_write_bytes(path, page.encode("utf-8"))
-    return path, sorted(pairs, key=lambda p: (-p.share, p.first, p.second))
+        for student in (pair.first, pair.second):
+            marked = set(pair.lines.get(student, []))
+            lines = "\n".join(
+                f"<mark>{e(line)}</mark>" if n in marked else e(line)
+                for n, line in enumerate(sources[student].splitlines(), start=1)
+            )
+            out.append(f"<div><h3>{e(student)}</h3><pre>{lines}</pre></div>")
+        out.append("</div></section>")
+    out.append("</body></html>\n")
+    return "\n".join(out)

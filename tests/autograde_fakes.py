@@ -6,6 +6,8 @@ JSON report would. Importable by Dask's worker processes (they get the test run'
     # FAIL lookup-matches-indexing=off-by-one     fails the check with that mistake
     # FAIL nearest-cosine                         fails it with the check's general hint
     # FAIL nearest-cosine=not-implemented         fails it as a stub still in place
+    # FAIL nearest-cosine=timed-out               fails it as the harness's time limit does
+    # IMPORT-ERROR SyntaxError: ... (line 3)      the module fails to import: no check runs
     # SLEEP 1.5                                   takes that long (a task still in flight)
     # RAISE                                       the grading task itself raises
 """
@@ -19,6 +21,7 @@ from typing import Any
 MARK = re.compile(r"^#\s*FAIL\s+([\w.-]+)(?:=([\w.-]+))?\s*$", re.M)
 SLEEP = re.compile(r"^#\s*SLEEP\s+([\d.]+)\s*$", re.M)
 RAISE = re.compile(r"^#\s*RAISE\s*$", re.M)
+IMPORT_ERROR = re.compile(r"^#\s*IMPORT-ERROR\s+(.+)$", re.M)
 
 
 class GradingTaskError(RuntimeError):
@@ -46,15 +49,20 @@ def fake_grade(
     sleep = SLEEP.search(text)
     if sleep:
         time.sleep(float(sleep.group(1)))
-    from graders.hints import NOT_IMPLEMENTED
+    from graders.hints import NOT_IMPLEMENTED, TIMED_OUT
 
+    broken = IMPORT_ERROR.search(text)
+    if broken:
+        fails = dict.fromkeys((c.id for c in about.checks), "import")
     rows = []
     for check in about.checks:
         passed = check.id not in fails
-        if passed:
+        if passed or fails[check.id] == "import":
             hint = None
         elif fails[check.id] == "not-implemented":
             hint = NOT_IMPLEMENTED
+        elif fails[check.id] == "timed-out":
+            hint = TIMED_OUT.format(seconds=check.timeout)
         else:
             hint = check.mistake_hint(fails[check.id], about.mistakes(check.function))
         rows.append(
@@ -67,7 +75,7 @@ def fake_grade(
                 "hint": hint,
                 "link": check.link,
                 "url": check.url,
-                "detail": None,
+                "detail": "not run (module failed to import)" if broken else None,
                 "hidden": check.hidden,
             }
         )
@@ -85,6 +93,7 @@ def fake_grade(
                 "title": about.title,
                 "points": points,
                 "max_points": most,
+                "import_error": broken.group(1) if broken else None,
                 "checks": rows,
             }
         ],

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graders.answers import later, oracle
-from graders.checking import as_tensor, diagnose, expect_close, fail, randn, relabel
+from graders.checking import as_tensor, close, diagnose, expect_close, fail, randn, relabel
 
 
 def check_mask(student, T: int) -> None:
@@ -47,6 +47,16 @@ def check_attention(student, q, k, v, mask, what, **tolerance):
     }
     out = student.call("attention", *args)
     value = as_tensor(out, what)
+    if mask is not None and not (
+        value.shape == expected.shape and close(value, expected, **tolerance)
+    ):
+        # Right when handed the inverted mask: True read as "masked", whatever it fills in
+        # (-1e9 leaves no NaN, so the -inf answer of mask-inverted would not match).
+        swapped = student.call("attention", q, k, v, ~mask)
+        if isinstance(swapped, torch.Tensor) and close(swapped, expected, **tolerance):
+            fail(
+                f"{what} is wrong: it gives the right answer for the inverted mask", "mask-inverted"
+            )
     if (
         bool(expected.isfinite().all())
         and value.is_floating_point()

@@ -75,6 +75,19 @@ WRONG: list[Variant] = [
     V(
         "attention",
         "attention",
+        "mask-inverted-finite-fill",
+        "mask-inverted",
+        """
+        def attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(mask, -1e9)  # no NaN: a fully masked row averages
+            return torch.softmax(scores, dim=-1) @ v
+    """,
+    ),
+    V(
+        "attention",
+        "attention",
         "mask-ignored",
         "mask-ignored",
         """

@@ -1,0 +1,136 @@
+"""Download names (issue 34): Blackboard's, Canvas's and Moodle's are recognised, and a pattern
+of one's own in nbgrader_config.py; a student not on the roster is listed, never created; a
+zip whose name holds no date is stamped with a warning naming the student and the time."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from extras import require_extra
+
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+
+LESSON = "embeddings"
+
+
+def _zip(path: Path, text: str = "# mine\n") -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{LESSON}/exercises/embeddings.py", text)
+        zf.writestr(f"{LESSON}/{LESSON}.ipynb", "{}")
+
+
+@pytest.fixture(scope="module")
+def roster_gradebook(tmp_path_factory) -> Path:
+    """A gradebook holding a roster of four (made once: nbgrader takes seconds to make one).
+    Canvas and Moodle name students by their LMS user id and name."""
+    from nbgrader.api import Gradebook
+
+    from instructor.course import COURSE_ID
+
+    path = tmp_path_factory.mktemp("roster") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}", course_id=COURSE_ID) as gb:
+        gb.add_student("ann", first_name="Ann", last_name="Ables", lms_user_id="12345")
+        gb.add_student("bob", first_name="Bob", last_name="Baker")
+        gb.add_student("cy", first_name="Cy", last_name="Chen", lms_user_id="777")
+        gb.add_student("dee")
+    return path
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch, roster_gradebook):
+    """A course with that roster and no nbgrader settings of the instructor's."""
+    from instructor.course import Course
+
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(tmp_path / "jupyter"))
+    course = Course.at(tmp_path / "course")
+    course.root.mkdir()
+    shutil.copyfile(roster_gradebook, course.gradebook)
+    (course.downloaded / LESSON / "archive").mkdir(parents=True)
+    return course
+
+
+def test_lms_download_names_are_read_and_strangers_listed(course):
+    from instructor.collect import FIRST_SEEN, collect
+
+    archive = course.downloaded / LESSON / "archive"
+    _zip(archive / "ablesann_12345_67890_embeddings.zip")  # Canvas: by LMS user id
+    _zip(archive / "bakerbob_LATE_4242_67891_embeddings-1.zip")  # Canvas: by name
+    _zip(archive / "Cy Chen_777_assignsubmission_file_embeddings.zip")  # Moodle
+    _zip(archive / "hw2_dee_attempt_2026-02-03-09-30-00.zip")  # Blackboard
+    _zip(archive / "eve.zip")  # not on the roster
+    _zip(archive / "zedzoe_55555_67892_embeddings.zip")  # Canvas, not on the roster
+    found, problems, notes = collect(course, [LESSON])
+    assert found == {LESSON: ["ann", "bob", "cy", "dee"]}, (problems, notes)
+    assert sorted(p.name for p in course.submitted.iterdir()) == ["ann", "bob", "cy", "dee"]
+    by_zip = {p.split(":")[0].rsplit("/", 1)[-1]: p for p in problems}
+    assert set(by_zip) == {"eve.zip", "zedzoe_55555_67892_embeddings.zip"}, problems
+    assert "eve is not on the roster" in by_zip["eve.zip"]
+    assert "nbgrader db student add eve" in by_zip["eve.zip"]
+    canvas = by_zip["zedzoe_55555_67892_embeddings.zip"]
+    assert "Canvas" in canvas and "'zedzoe'" in canvas and "no student on the roster" in canvas
+    assert "--lms-user-id 55555" in canvas
+    # The three names without a date: stamped now, each with a warning naming who and when.
+    warnings = [line for line in notes if line.startswith("warning:")]
+    assert len(warnings) == 3, notes
+    for student in ("ann", "bob", "cy"):
+        stamp = (course.submitted / student / LESSON / "timestamp.txt").read_text().strip()
+        line = next(w for w in warnings if w.startswith(f"warning: {student}/{LESSON}:"))
+        assert stamp[:19] in line and "no date in its name" in line and FIRST_SEEN in line
+    dee = (course.submitted / "dee" / LESSON / "timestamp.txt").read_text()
+    assert dee.startswith("2026-02-03 09:30:00")
+    # Collected again: the same times, no second warning.
+    _, _, again = collect(course, [LESSON])
+    assert not [line for line in again if line.startswith("warning:")], again
+
+
+def test_a_pattern_of_ones_own_in_nbgrader_config(course, tmp_path):
+    from instructor.collect import collect
+    from instructor.errors import SetupError
+
+    config = tmp_path / "jupyter" / "nbgrader_config.py"
+    config.parent.mkdir()
+    config.write_text(
+        "c.SubmissionCollector.named_regexp = "
+        r"r'^(?P<student_id>\w+)-hw2-(?P<timestamp>\d{4}-\d\d-\d\d)$'" + "\n"
+    )
+    _zip(course.downloaded / LESSON / "archive" / "ann-hw2-2026-02-01.zip")
+    found, problems, notes = collect(course, [LESSON])
+    assert found == {LESSON: ["ann"]} and not problems and not notes
+    stamp = (course.submitted / "ann" / LESSON / "timestamp.txt").read_text()
+    assert stamp.startswith("2026-02-01 00:00:00")
+    config.write_text("c.SubmissionCollector.named_regexp = r'^(?P<who>\\w+)$'\n")
+    with pytest.raises(SetupError, match=r"names no student.*\(\?P<student_id>"):
+        collect(course, [LESSON])
+
+
+def test_without_a_roster_every_named_student_is_collected(tmp_path, monkeypatch):
+    from instructor.collect import collect
+    from instructor.course import Course
+
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter"))
+    course = Course.at(tmp_path / "course")
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    _zip(archive / "eve.zip")
+    _zip(archive / "ablesann_12345_67890_embeddings.zip")  # Canvas needs the roster
+    found, problems, _notes = collect(course, [LESSON])
+    assert found == {LESSON: ["eve"]}
+    assert len(problems) == 1 and "no student on the roster" in problems[0]
+    assert not course.gradebook.exists()  # reading the roster created no gradebook
+
+
+def test_nbgrader_zip_collect_reads_the_same_names(course, monkeypatch):
+    from instructor.collect import SubmissionCollector
+
+    monkeypatch.chdir(course.root)
+    collect = SubmissionCollector().collect
+    base = f"{course.downloaded}/{LESSON}/extracted"
+    canvas = collect(f"{base}/ablesann_12345_67890_embeddings/exercises/embeddings.py")
+    assert canvas == {"student_id": "ann", "file_id": "exercises/embeddings.py"}
+    moodle = collect(f"{base}/Cy Chen_777_assignsubmission_file_x/{LESSON}.ipynb")
+    assert moodle == {"student_id": "cy", "file_id": f"{LESSON}.ipynb"}
+    assert collect(f"{base}/eve/exercises/embeddings.py") is None  # not on the roster
