@@ -8,6 +8,9 @@ JSON report would. Importable by Dask's worker processes (they get the test run'
     # FAIL nearest-cosine=not-implemented         fails it as a stub still in place
     # SLEEP 1.5                                   takes that long (a task still in flight)
     # RAISE                                       the grading task itself raises
+    # BROKEN                                      the harness grades nothing (its own failure)
+
+The seed it is given shows in every failed check's detail (``seed N``), as a drawn input would.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 MARK = re.compile(r"^#\s*FAIL\s+([\w.-]+)(?:=([\w.-]+))?\s*$", re.M)
 SLEEP = re.compile(r"^#\s*SLEEP\s+([\d.]+)\s*$", re.M)
 RAISE = re.compile(r"^#\s*RAISE\s*$", re.M)
+BROKEN = re.compile(r"^#\s*BROKEN\s*$", re.M)
 
 
 class GradingTaskError(RuntimeError):
@@ -34,7 +38,13 @@ def marks(fails: dict[str, str | None], sleep: float = 0.0) -> str:
 
 
 def fake_grade(
-    lesson: str, files: dict[str, bytes], *, sandbox: bool = True, timeout: float = 900.0
+    lesson: str,
+    files: dict[str, bytes],
+    *,
+    sandbox: bool = True,
+    timeout: float = 900.0,
+    seed: int | None = None,
+    scratch: str | None = None,
 ) -> dict[str, Any]:
     from core.manifest import load_manifest
 
@@ -48,6 +58,8 @@ def fake_grade(
         time.sleep(float(sleep.group(1)))
     from graders.hints import NOT_IMPLEMENTED
 
+    seed = seed or 1
+    broken = bool(BROKEN.search(text))
     rows = []
     for check in about.checks:
         passed = check.id not in fails
@@ -67,7 +79,7 @@ def fake_grade(
                 "hint": hint,
                 "link": check.link,
                 "url": check.url,
-                "detail": None,
+                "detail": "not graded" if broken else None if passed else f"seed {seed}",
                 "hidden": check.hidden,
             }
         )
@@ -89,4 +101,11 @@ def fake_grade(
             }
         ],
     }
-    return {"report": report, "error": None, "seconds": 0.0, "log": ""}
+    if broken:
+        for row in rows:
+            row.update(points=0, passed=False, hint=None)
+        report.update(points=0, complete=False)
+        report["lessons"][0]["points"] = 0
+        error = "the grading run exited with status 1"
+        return {"report": report, "error": error, "seconds": 0.0, "log": "", "seed": seed}
+    return {"report": report, "error": None, "seconds": 0.0, "log": "", "seed": seed}
