@@ -393,7 +393,7 @@ class Engine:
                 for rank, (key, (fn, args, kwargs)) in enumerate(tasks.items())
             }
             done = as_completed(list(futures), with_results=True, raise_errors=False)
-            lonely, said = None, time.monotonic()  # since when the cluster has had no worker
+            lonely, said = None, -SAY_EVERY  # since when the cluster has had no worker
             while not done.is_empty():
                 batch = done.next_batch(block=False)
                 if not batch:

@@ -16,7 +16,9 @@ The seed it is given shows in every failed check's detail (``seed N``), as a dra
 from __future__ import annotations
 
 import re
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 MARK = re.compile(r"^#\s*FAIL\s+([\w.-]+)(?:=([\w.-]+))?\s*$", re.M)
@@ -35,6 +37,22 @@ def marks(fails: dict[str, str | None], sleep: float = 0.0) -> str:
     if sleep:
         lines.append(f"# SLEEP {sleep}")
     return "\n" + "\n".join(lines) + "\n"
+
+
+def submit(
+    course: Path, student: str, fails: dict, *, lesson: str = "embeddings", sleep: float = 0.0
+) -> Path:
+    """``submitted/STUDENT/LESSON/`` of the course folder ``course``: the released lesson, its
+    module marked to fail ``fails`` (see :func:`marks`). Returns the folder."""
+    from core.manifest import load_manifest
+
+    dest = course / "submitted" / student / lesson
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(course / "release" / lesson, dest)
+    module = dest / "exercises" / f"{load_manifest().lesson(lesson).module}.py"
+    module.write_text(module.read_text() + marks(fails, sleep))
+    return dest
 
 
 def fake_grade(
