@@ -315,7 +315,7 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
     from . import autograde as pipeline
 
     lessons = released_lessons(args, course)
-    course.check_gradebook(lessons or course.lessons())
+    course.check_gradebook()  # this course's, before anything is collected
     with pipeline.course_lock(course):  # before collect: a second run changes nothing
         return _autograde(args, course, lessons)
 

@@ -528,7 +528,7 @@ def autograde(
 def _failed(course: Course, outcome: Outcome, digest: str, cause: str) -> None:
     """A grading that failed by the grader's doing: recorded as such, the grade left alone."""
     gradings.failed(course.root, outcome.student, outcome.lesson, digest, cause)
-    outcome.notes.append(f"grading failed: {cause}; the grade already recorded (if any) stands")
+    outcome.notes.append(f"{cause}; the grade already recorded (if any) stands")
 
 
 @contextlib.contextmanager
