@@ -319,6 +319,7 @@ class Engine:
                         f"for it: set {', '.join(missing)} to the files of your cluster's CA, "
                         "certificate and key"
                     )
+                self.say(f"connecting to the Dask scheduler {self.scheduler} (up to 30 s)")
                 try:
                     self.client = Client(self.scheduler, timeout=30)
                 except (OSError, TimeoutError, ValueError, TypeError) as error:
