@@ -721,14 +721,14 @@ def feedback(course: Course, lessons: list[str] | None = None) -> tuple[list[str
 
 
 def _check_grades(course: Course, lesson: str, students: list[str]) -> None:
-    """Refuse a gradebook without the submissions of ``autograded/*/LESSON`` (another
-    semester's, say): their feedback would be made from grades that are not theirs."""
+    """Refuse a gradebook that holds none of the submissions of ``autograded/*/LESSON``
+    (another semester's, say): their feedback would be made from grades that are not theirs."""
     from nbgrader.api import Gradebook
 
     with Gradebook(course.db_url) as gb:
         known = {s.student.id for s in gb.find_assignment(lesson).submissions}
     missing = [student for student in students if student not in known]
-    if missing:
+    if missing and len(missing) == len(students):
         raise SetupError(
             f"the gradebook {course.gradebook_name()} has no grade for {missing[0]}/{lesson}, "
             "which autograded/ holds: it is not this course's gradebook; point --gradebook "
