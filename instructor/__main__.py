@@ -373,13 +373,14 @@ def regrade(args: argparse.Namespace, course: Course) -> int:
     from graders.notebook import render
 
     from .regrade import reproduce
+    from .release import course_site
 
     student, lesson = args.reproduce
     released_lessons(argparse.Namespace(lessons=[lesson]), course)
     extra = {"timeout": args.timeout} if args.timeout else {}
     done = reproduce(course, student, lesson, sandbox=args.sandbox, **extra)
     for row in done.rows:
-        print(render(row, autograde=False)[0], end="")
+        print(render(row, autograde=False, site=course_site(course))[0], end="")
     if done.differences:
         print(f"{student}/{lesson}: NOT reproduced; differences from the grading of {done.graded}:")
         for line in done.differences:
