@@ -17,12 +17,16 @@ Two stages, overlapped:
 2. *Recording* (this process only, as results arrive): each batch of results that arrived
    together is written to ``results/STUDENT/LESSON.json`` and recorded in the gradebook in one
    transaction (:mod:`.gradebook`): the autograded notebook, each check's points, the
-   per-check history the class report reads. A second ``autograde`` on the same course folder
-   is kept off by a lock file.
+   per-check history the class report reads, and in :mod:`.gradings` the files and secret
+   seed of the grade (``regrade --reproduce`` grades them again). A second ``autograde`` on the
+   same course folder is kept off by a lock file, taken before anything is collected.
 
-A timeout, crash or hostile submission costs only the checks it affects (the harness fails
-those checks and goes on); a submission whose grading run died outright keeps the checks its
-report already holds and gets 0 for the rest. Then ``generate_feedback`` and the exports.
+Only submissions new or changed since their grade are given (``changed_jobs``) unless all
+are asked for. A timeout, crash or hostile submission costs only the checks it affects (the
+harness fails those checks and goes on); a submission whose grading run died outright keeps
+the checks its report already holds and gets 0 for the rest. A grading that graded nothing at
+all failed by the grader's doing: it replaces no grade and is recorded as failed, with its
+cause. Then ``generate_feedback`` and the exports.
 
 Plain ``nbgrader autograde`` in the course folder still works: the notebook's cells then grade
 the submission themselves (:mod:`.notebook`), one kernel per submission.
