@@ -227,7 +227,8 @@ def test_feedback_refuses_another_gradebook_and_keeps_the_feedback_there(
     assert main(["--course", str(course.root), "feedback", LESSON]) == 0
     before = {p: p.read_bytes() for p in course.feedback.rglob("*") if p.is_file()}
     assert len([p for p in before if p.suffix == ".html"]) == 2
-    other = f"sqlite:///{released_course / 'gradebook.db'}"
+    shutil.copyfile(released_course / "gradebook.db", tmp_path / "other.db")  # none graded
+    other = f"sqlite:///{tmp_path / 'other.db'}"
     capfd.readouterr()
     status = main(["--course", str(course.root), "feedback", LESSON, "--gradebook", other])
     out, err = capfd.readouterr()
