@@ -61,6 +61,7 @@ _ADAMW_MISTAKES: dict[str, dict[str, Any]] = {
     "decay-without-lr": {"decay_lr": False},
     "eps-inside": {"eps_inside": True},
     "step-off-by-one": {"step_offset": 1},
+    "step-off-by-one:less": {"step_offset": -1},
     "shared-state": {"shared": True},
 }
 

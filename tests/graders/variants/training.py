@@ -63,6 +63,17 @@ WRONG: list[Variant] = [
     V(
         "training",
         "adamw_step",
+        "step-before-increment",
+        "step-off-by-one",
+        changed(
+            changed(ADAMW, 't = state.get("step", 0) + 1', 't = state.get("step", 0)'),
+            'return out, {"step": t, "exp_avg"',
+            'return out, {"step": t + 1, "exp_avg"',
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
         "no-bias-correction",
         "no-bias-correction",
         changed(
