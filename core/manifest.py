@@ -192,6 +192,8 @@ class Lesson:
     def mistake_section(self, check: Check, key: str | None) -> str:
         """The section that teaches the rule a diagnosed mistake ``key`` breaks: the mistake's
         own (``mistake_sections`` of the check that names it), else that check's."""
+        if key is None:
+            return check.section
         for each in (check, *(c for c in self.checks if c.function == check.function)):
             if key in each.mistakes:
                 return each.mistake_sections.get(key, each.section)
