@@ -186,7 +186,11 @@ def check_adamw(
             lambda r: r["params"]
         )
 
-    answers = {key: answer(key) for key in (*mistakes, "no-bias-correction")}
+    answers = {key: answer(key) for key in (*mistakes, "no-sqrt")}
+    # Neither moment corrected, or one of them only
+    answers["no-bias-correction"] = AnyOf(
+        *(answer(f"no-bias-correction{form}") for form in ("", ":m", ":v"))
+    )
     # t one more, or one less (0 on the first call: the correction divides by 0)
     answers["step-off-by-one"] = AnyOf(answer("step-off-by-one"), answer("step-off-by-one:less"))
     got = run_adamw(student, case, hyper)
@@ -231,7 +235,7 @@ def test_adamw_weight_decay(student):
         student,
         adamw_case(3, [[4, 4], [4]], steps=3),
         "three adamw_steps with weight_decay=0.1 (lr=0.05)",
-        ("l2-decay", "decay-without-lr"),
+        ("l2-decay", "decay-without-lr", "decay-after-step"),
         lr=0.05,
         weight_decay=0.1,
     )
