@@ -21,6 +21,8 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     timeout = 20.0                     # optional; seconds per call (default 10)
     [lesson.check.mistakes]            # optional: hints for specific mistakes a check diagnoses
     off-by-one = "..."
+    [lesson.check.mistake_sections]    # optional: a mistake whose rule another section teaches
+    off-by-one = "from-ids-to-vectors"
 
 A "by hand" rule is a ``[[lesson.rule]]`` table: while ``function`` is graded, the torch
 operations in ``ops`` (schema names, e.g. ``aten::logsumexp``) must not run, and the names in
@@ -73,7 +75,12 @@ _OPTIONAL_LESSON_KEYS = {"check", "rule", "builds_on"}
 _RULE_KEYS = {"function": str, "ops": list, "names": list, "message": str}
 _OPTIONAL_RULE_KEYS = {"allow": list}
 _CHECK_KEYS = {"id": str, "function": str, "points": int, "hidden": bool, "hint": str}
-_OPTIONAL_CHECK_KEYS = {"section": str, "timeout": (int, float), "mistakes": dict}
+_OPTIONAL_CHECK_KEYS = {
+    "section": str,
+    "timeout": (int, float),
+    "mistakes": dict,
+    "mistake_sections": dict,
+}
 
 
 class ManifestError(ValueError):
@@ -94,6 +101,7 @@ class Check:
     page: str  # the chapter page, relative to course/
     mistakes: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    mistake_sections: Mapping[str, str] = field(default_factory=dict)  # key -> its own section
 
     @property
     def link(self) -> str:
@@ -180,6 +188,16 @@ class Lesson:
             if check.function == function:
                 found.update(check.mistakes)
         return found
+
+    def mistake_section(self, check: Check, key: str | None) -> str:
+        """The section that teaches the rule a diagnosed mistake ``key`` breaks: the mistake's
+        own (``mistake_sections`` of the check that names it), else that check's."""
+        if key is None:
+            return check.section
+        for each in (check, *(c for c in self.checks if c.function == check.function)):
+            if key in each.mistakes:
+                return each.mistake_sections.get(key, each.section)
+        return check.section
 
 
 @dataclass(frozen=True)
@@ -436,6 +454,12 @@ def _check(raw: Any, lesson: Mapping[str, Any], where: str) -> Check:
     for key, hint in mistakes.items():
         if not _SLUG.match(key) or not isinstance(hint, str) or not hint.strip():
             raise ManifestError(f"{where}: mistake {key!r} needs a slug key and a non-empty hint")
+    mistake_sections = raw.get("mistake_sections", {})
+    for key, mistake_section in mistake_sections.items():
+        if key not in mistakes or not isinstance(mistake_section, str):
+            raise ManifestError(f"{where}: mistake_sections names {key!r}, not one of its mistakes")
+        if not _SLUG.match(mistake_section):
+            raise ManifestError(f"{where}: the section of mistake {key!r} must be a heading id")
     timeout = float(raw.get("timeout", DEFAULT_TIMEOUT))
     if timeout <= 0:
         raise ManifestError(f"{where}: timeout must be positive")
@@ -450,4 +474,5 @@ def _check(raw: Any, lesson: Mapping[str, Any], where: str) -> Check:
         page=lesson["page"],
         mistakes=MappingProxyType({k: v.strip() for k, v in mistakes.items()}),
         timeout=timeout,
+        mistake_sections=MappingProxyType(dict(mistake_sections)),
     )

@@ -182,7 +182,8 @@ class GradingPlugin:
         self.errors: list[str] = []
         self._item_check: dict[str, Check] = {}
         self._remaining: dict[str, int] = {}  # check id -> tests not finished
-        self._failure: dict[str, tuple[str | None, str]] = {}  # check id -> (hint, detail)
+        # check id -> (hint, detail, the section of a diagnosed mistake's rule)
+        self._failure: dict[str, tuple[str | None, str, str | None]] = {}
         self._lesson_left: dict[str, int] = {}
         self._lesson_now: str | None = None  # the lesson whose worker is running
         self._breaches: dict[str, dict[str, str | None]] = {}  # lesson -> function -> breach
@@ -277,7 +278,7 @@ class GradingPlugin:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:
             self.report.import_failed(lesson.slug, _import_failure(lesson.module, error))
-            self._failure[check.id] = (None, NOT_RUN)
+            self._failure[check.id] = (None, NOT_RUN, None)
             pytest.skip("the module failed to import")
         breaches = self._breaches.setdefault(lesson.slug, {})
         return Student(self.client, check, lesson, timeout, breaches)
@@ -298,7 +299,7 @@ class GradingPlugin:
         if check is None or check.id in self._failure:
             return
         if result.skipped:
-            self._failure[check.id] = (check.hint, "the grader skipped this check")
+            self._failure[check.id] = (check.hint, "the grader skipped this check", None)
         elif result.failed:
             error = _unwrap(call.excinfo.value) if call.excinfo is not None else None
             if isinstance(error, GraderUnavailable):
@@ -306,27 +307,29 @@ class GradingPlugin:
                 item.session.shouldstop = "the graders cannot run"
             self._failure[check.id] = self._judge(check, error)
 
-    def _judge(self, check: Check, error: BaseException | None) -> tuple[str, str]:
+    def _judge(self, check: Check, error: BaseException | None) -> tuple[str, str, str | None]:
         if isinstance(error, CheckFailed):
             if error.hint is not None:
-                return error.hint, error.detail
+                return error.hint, error.detail, None
             if check.hidden and error.mistake not in check.mistakes:
                 # Random inputs: an answer that matches a mistake on one (often degenerate)
                 # example is weak evidence; a hidden check names only the mistakes it declares.
-                return check.hint, error.detail
+                return check.hint, error.detail, None
+            lesson = self.lessons[check.lesson]
             try:
-                shared = self.lessons[check.lesson].mistakes(check.function)
-                return check.mistake_hint(error.mistake, shared), error.detail
+                hint = check.mistake_hint(error.mistake, lesson.mistakes(check.function))
             except ManifestError as problem:
-                return check.hint, f"{error.detail} (grader problem: {problem})"
+                return check.hint, f"{error.detail} (grader problem: {problem})", None
+            return hint, error.detail, lesson.mistake_section(check, error.mistake)
         if isinstance(error, StudentError):
-            return error.hint or check.hint, error.detail
+            return error.hint or check.hint, error.detail, None
         if error is None:
-            return check.hint, "the check failed"
+            return check.hint, "the check failed", None
         message = str(error).splitlines()[0] if str(error) else ""
         return (
             check.hint,
             f"the grader could not judge the answer ({type(error).__name__}: {message[:300]})",
+            None,
         )
 
     @pytest.hookimpl
