@@ -5,12 +5,18 @@ checks not graded yet have ``passed: false`` and detail "not graded"):
 
     {"target", "hidden", "complete", "points", "max_points",
      "lessons": [{"slug", "title", "points", "max_points", "import_error",
+                  "flagged": [{"function", "file", "line", "reason"}],
                   "checks": [{"id", "function", "points", "max_points", "passed", "hint",
                               "link", "url", "detail", "hidden", "explained_by"}]}]}
 
 ``import_error`` is null, or the one line that says why the lesson's module failed to import
 (exception, file and line); its checks then have detail "not run (module failed to import)"
 and no hint.
+
+``flagged`` lists what the checker's reading of the package refused before anything ran
+(graders/rules.py), for an instructor to review: per by-hand function whose rule it breaks
+(that function scores 0), or with ``function`` null where code that reaches the grader or hides
+what it calls sits in a package whose lesson has no rule. Empty when nothing was refused.
 
 ``explained_by`` is null, or the id of an earlier failed check whose mistake explains this
 failure too: the same diagnosed mistake of the same function, or a failure of a function this
@@ -35,6 +41,7 @@ from core.atomic import atomic_write_bytes
 from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
 from .hints import NOT_IMPLEMENTED
+from .rules import Breach
 
 NOT_GRADED = "not graded"
 
@@ -70,6 +77,7 @@ class Report:
                 "points": 0,
                 "max_points": sum(c.points for c in checks),
                 "import_error": None,
+                "flagged": [],
                 "checks": [],
             }
             for check in checks:
@@ -114,6 +122,14 @@ class Report:
         if lesson.get("import_error") is None:
             lesson["import_error"] = printable(message)
             self.write()
+
+    def flag(self, slug: str, breaches: Sequence[tuple[str | None, Breach]]) -> None:
+        """What the reading refused in the lesson's package, function by function."""
+        self.lesson(slug)["flagged"] = [
+            {"function": function, "file": b.file, "line": b.line, "reason": printable(b.reason)}
+            for function, b in breaches
+        ]
+        self.write()
 
     def _explain(self, lesson: dict[str, Any]) -> None:
         """Point each failure that an earlier one explains at that one (``explained_by``)."""
