@@ -22,6 +22,7 @@ from graders.runner import GradingError
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
+LESSON_KEYS = {"slug", "title", "points", "max_points", "import_error", "flagged", "checks"}
 CHECK_KEYS = {
     "id",
     "function",

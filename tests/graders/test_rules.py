@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from variants import RIGHT, build_target
+from variants import RIGHT, build_target, replace_definition
 
 from core.manifest import load_manifest
 from graders.rules import Package, breach
@@ -62,7 +62,7 @@ HIDING = {
     "ctypes": "import ctypes\n",
     "importlib": "import importlib\nm = importlib.import_module('graders')\n",
     "dunder-import": "m = __import__('graders')\n",
-    "computed-getattr": "import torch\nname = 'layer' + '_norm'\nf = getattr(torch.nn.functional, name)\n",
+    "computed-getattr": "import torch\nname = 'layer' + '_norm'\nf = getattr(torch, name)\n",
     "computed-setattr": "import torch\ndef patch(name, value):\n    setattr(torch, name, value)\n",
     "eval": "f = eval('print')\n",
     "tensor-subclass": "import torch\nclass Sneaky(torch.Tensor):\n    pass\n",
@@ -121,8 +121,8 @@ def test_the_reading_leaves_plain_code_alone(label):
     assert Package.of_sources({"helpers": PLAIN[label]}).hiding is None
 
 
-# Each library twin, and what the rule's function may do by hand. {library} is one call of
-# the twin, in a module that imports torch, F and math.
+# Each library twin, and what the rule's function may do by hand: function bodies, in a
+# module that imports torch, F and math.
 TWINS = {
     "layer_norm": [
         "return F.layer_norm(x, x.shape[-1:], weight, bias, eps)",
@@ -132,7 +132,10 @@ TWINS = {
         "return x.renorm(2, 0, 1.0)",
         "return (x - x.mean(-1, keepdim=True)) / x.norm(dim=-1, keepdim=True)",
         "return torch.ops.aten.native_layer_norm(x, x.shape[-1:], weight, bias, eps)[0]",
-        "from torch.nn.functional import layer_norm as ln\n    return ln(x, x.shape[-1:])",
+        """
+        from torch.nn.functional import layer_norm as ln
+        return ln(x, x.shape[-1:])
+        """,
     ],
     "gelu": [
         "return F.gelu(x, approximate='tanh')",
@@ -153,24 +156,60 @@ TWINS = {
         "return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]",
     ],
     "adamw_step": [
-        "opt = torch.optim.AdamW(params, lr=lr)\n    return params, state",
-        "from torch.optim import AdamW\n    return params, state",
-        "torch.optim._functional.adamw(params, grads, [], [], [], [], lr=lr)\n    return params, state",
-        "torch._fused_adamw_(params, grads, [], [], [], [], lr=lr)\n    return params, state",
-        "torch._foreach_lerp_(params, grads, 0.1)\n    return params, state",
+        """
+        opt = torch.optim.AdamW(params, lr=lr)
+        return params, state
+        """,
+        """
+        from torch.optim import AdamW
+        return params, state
+        """,
+        """
+        torch.optim._functional.adamw(params, grads, [], [], [], [], lr=lr)
+        return params, state
+        """,
+        """
+        torch._fused_adamw_(params, grads, [], [], [], [], lr=lr)
+        return params, state
+        """,
+        """
+        torch._foreach_lerp_(params, grads, 0.1)
+        return params, state
+        """,
     ],
     "encode": [
-        "import tiktoken\n    return tiktoken.get_encoding('gpt2').encode_ordinary(text)",
-        "from gpt.vocab import gpt2_encoding\n    return gpt2_encoding().encode_ordinary(text)",
-        "from transformers import GPT2TokenizerFast\n    return GPT2TokenizerFast.from_pretrained('gpt2')(text)",
+        """
+        import tiktoken
+        return tiktoken.get_encoding("gpt2").encode_ordinary(text)
+        """,
+        """
+        from gpt.vocab import gpt2_encoding
+        return gpt2_encoding().encode_ordinary(text)
+        """,
+        """
+        from transformers import GPT2TokenizerFast
+        return GPT2TokenizerFast.from_pretrained("gpt2")(text)
+        """,
     ],
     "decode": [
-        "import tiktoken\n    return tiktoken.get_encoding('gpt2').decode(ids)",
-        "from gpt.vocab import gpt2_encoding\n    return gpt2_encoding().decode(ids)",
+        """
+        import tiktoken
+        return tiktoken.get_encoding("gpt2").decode(ids)
+        """,
+        """
+        from gpt.vocab import gpt2_encoding
+        return gpt2_encoding().decode(ids)
+        """,
     ],
     "train_bpe": [
-        "from tiktoken._educational import bpe_train\n    return bpe_train(text, vocab_size, '')",
-        "import tiktoken\n    return tiktoken._educational.SimpleBytePairEncoding.train(text, vocab_size, '')",
+        """
+        from tiktoken._educational import bpe_train
+        return bpe_train(text, vocab_size, "")
+        """,
+        """
+        import tiktoken
+        return tiktoken._educational.SimpleBytePairEncoding.train(text, vocab_size, "")
+        """,
     ],
 }
 SIGNATURES = {
@@ -188,13 +227,13 @@ HEADER = "import math\nimport torch\nimport torch.nn.functional as F\n"
 
 def _solutions_with(function: str, body: str) -> dict[str, str]:
     """The sources of solutions/ with ``function`` replaced by one whose body is ``body``."""
-    from variants import replace_definition
-
     sources = {
         path.stem: path.read_text(encoding="utf-8") for path in (ROOT / "solutions").glob("*.py")
     }
     module = _module(function)
-    code = f"def {function}({SIGNATURES[function]}):\n    {body}\n"
+    code = f"def {function}({SIGNATURES[function]}):\n" + textwrap.indent(
+        textwrap.dedent(body).strip("\n"), "    "
+    )
     sources[module] = HEADER + replace_definition(sources[module], function, code)
     return sources
 
@@ -231,36 +270,58 @@ def test_a_twin_reached_through_a_class_attribute_is_refused():
 # operation, addcmul, rsqrt, var_mean and einsum among them.
 BY_HAND = {
     "layer_norm": [
-        "normed = (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, "
-        "unbiased=False) + eps)\n    return normed * weight if bias is None else "
-        "torch.addcmul(bias, normed, weight)",
-        "var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)\n"
-        "    out = (x - mean) * (var + eps).rsqrt() * weight\n    return out if bias is None else out + bias",
-        "rows = x.reshape(-1, x.shape[-1])\n    mean = torch.einsum('nc->n', rows)[:, None] / rows.shape[-1]\n"
-        "    var = ((rows - mean) ** 2).mean(-1, keepdim=True)\n"
-        "    out = ((rows - mean) / (var + eps).sqrt()).view(x.shape) * weight\n"
-        "    return out if bias is None else out.add_(bias)",
+        """
+        var = x.var(-1, keepdim=True, unbiased=False)
+        normed = (x - x.mean(-1, keepdim=True)) * torch.rsqrt(var + eps)
+        return normed * weight if bias is None else torch.addcmul(bias, normed, weight)
+        """,
+        """
+        var, mean = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+        out = (x - mean) * (var + eps).rsqrt() * weight
+        return out if bias is None else out + bias
+        """,
+        """
+        rows = x.reshape(-1, x.shape[-1])
+        mean = torch.einsum("nc->n", rows)[:, None] / rows.shape[-1]
+        var = ((rows - mean) ** 2).mean(-1, keepdim=True)
+        out = ((rows - mean) / (var + eps).sqrt()).view(x.shape) * weight
+        return out if bias is None else out.add_(bias)
+        """,
     ],
     "gelu": [
-        "c = math.sqrt(2 / math.pi)\n    return x.mul(0.5).mul(1 + torch.tanh(c * torch.addcmul(x, x.pow(3), "
-        "torch.full_like(x, 0.044715))))",
+        """
+        c = math.sqrt(2 / math.pi)
+        cubic = torch.addcmul(x, x.pow(3), torch.full_like(x, 0.044715))
+        return x.mul(0.5).mul(1 + torch.tanh(c * cubic))
+        """,
     ],
     "cross_entropy": [
-        "keep = targets != ignore_index\n    rows = logits[keep]\n    m = rows.amax(-1, keepdim=True)\n"
-        "    lse = m[:, 0] + (rows - m).exp().sum(-1).log()\n"
-        "    picked = torch.take_along_dim(rows, targets[keep][:, None], -1)[:, 0]\n"
-        "    return (lse - picked).sum() / keep.sum()",
+        """
+        keep = targets != ignore_index
+        rows = logits[keep]
+        m = rows.amax(-1, keepdim=True)
+        lse = m[:, 0] + (rows - m).exp().sum(-1).log()
+        picked = torch.take_along_dim(rows, targets[keep][:, None], -1)[:, 0]
+        return (lse - picked).sum() / keep.sum()
+        """,
     ],
     "adamw_step": [
-        "step = state.get('step', 0) + 1\n    b1, b2 = betas\n    out, ms, vs = [], [], []\n"
-        "    for i, (p, g) in enumerate(zip(params, grads)):\n"
-        "        m = state['exp_avg'][i] if state else torch.zeros_like(p)\n"
-        "        v = state['exp_avg_sq'][i] if state else torch.zeros_like(p)\n"
-        "        m = torch.lerp(m, g, 1 - b1)\n        v = v.mul(b2).addcmul_(g, g, value=1 - b2)\n"
-        "        denom = (v / (1 - b2**step)).sqrt().add_(eps)\n"
-        "        p = p.mul(1 - lr * weight_decay).addcdiv(m, denom, value=-lr / (1 - b1**step))\n"
-        "        out.append(p)\n        ms.append(m)\n        vs.append(v)\n"
-        "    return out, {'step': step, 'exp_avg': ms, 'exp_avg_sq': vs}",
+        """
+        step = state.get("step", 0) + 1
+        b1, b2 = betas
+        out, ms, vs = [], [], []
+        for i, (p, g) in enumerate(zip(params, grads)):
+            m = state["exp_avg"][i] if state else torch.zeros_like(p)
+            v = state["exp_avg_sq"][i] if state else torch.zeros_like(p)
+            m = torch.lerp(m, g, 1 - b1)
+            v = v.mul(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v / (1 - b2**step)).sqrt().add_(eps)
+            p = p.mul(1 - lr * weight_decay).addcdiv(m, denom, value=-lr / (1 - b1**step))
+            out.append(p)
+            ms.append(m)
+            vs.append(v)
+        return out, {"step": step, "exp_avg": ms, "exp_avg_sq": vs}
+        """,
     ],
 }
 
@@ -276,13 +337,19 @@ def test_the_reading_accepts_correct_by_hand_versions(function, number):
 
 def test_a_by_hand_helper_named_like_the_twin_is_the_students_own():
     """A module-level function of the student's, named logsumexp, is followed, not refused."""
-    sources = _solutions_with(
-        "cross_entropy",
-        "keep = targets != ignore_index\n    rows = logits[keep]\n"
-        "    return (logsumexp(rows) - rows[range(len(rows)), targets[keep]]).mean()",
+    body = """
+        keep = targets != ignore_index
+        rows = logits[keep]
+        return (logsumexp(rows) - rows[range(len(rows)), targets[keep]]).mean()
+    """
+    sources = _solutions_with("cross_entropy", body)
+    sources["objective"] += textwrap.dedent(
+        """
+        def logsumexp(z):
+            m = z.amax(-1)
+            return m + (z - m[:, None]).exp().sum(-1).log()
+        """
     )
-    helper = "\ndef logsumexp(z):\n    m = z.amax(-1)\n    return m + (z - m[:, None]).exp().sum(-1).log()\n"
-    sources["objective"] += helper
     assert breach(sources, "objective", _rule("cross_entropy")) is None
     sources["objective"] += "\nlogsumexp = torch.logsumexp\n"
     assert breach(sources, "objective", _rule("cross_entropy")) is not None
