@@ -368,3 +368,37 @@ def test_build_target_is_what_the_reading_reads(tmp_path):
     )
     found = Package.read(target).breach("objective", _rule("cross_entropy"))
     assert found is not None and (found.file, found.line) == ("objective.py", 4), found
+
+
+# Graded end to end: a library twin keeps no point of its function, and the report flags it.
+GRADED_TWINS = {
+    "adamw_step": """
+    params = [p.clone().requires_grad_(True) for p in params]
+    opt = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    for p, g in zip(params, grads, strict=True):
+        p.grad = g.clone()
+    opt.step()
+    return [p.detach() for p in params], {"step": 1}
+    """,
+    "attention": TWINS["attention"][0],
+    "train_bpe": TWINS["train_bpe"][0],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("function", sorted(GRADED_TWINS))
+def test_a_graded_library_twin_loses_its_points_and_is_flagged(tmp_path, function):
+    import graders
+
+    sources = _solutions_with(function, GRADED_TWINS[function])
+    target = build_target(tmp_path)
+    module = _module(function)
+    (target / f"{module}.py").write_text(sources[module])
+    report = graders.grade(
+        target, lessons=[module], hidden=True, functions=[function], json_path=tmp_path / "r.json"
+    )
+    lesson = report["lessons"][0]
+    checks = [c for c in lesson["checks"] if c["function"] == function]
+    assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
+    assert all(c["hint"] == _rule(function).message for c in checks)
+    assert [(e["function"], e["file"]) for e in lesson["flagged"]] == [(function, f"{module}.py")]
