@@ -222,7 +222,7 @@ SIGNATURES = {
     "decode": "ids",
     "train_bpe": "text, vocab_size",
 }
-HEADER = "import math\nimport torch\nimport torch.nn.functional as F\n"
+HEADER = "\nimport math\nimport torch\nimport torch.nn.functional as F\n"
 
 
 def _solutions_with(function: str, body: str) -> dict[str, str]:
@@ -234,7 +234,7 @@ def _solutions_with(function: str, body: str) -> dict[str, str]:
     code = f"def {function}({SIGNATURES[function]}):\n" + textwrap.indent(
         textwrap.dedent(body).strip("\n"), "    "
     )
-    sources[module] = HEADER + replace_definition(sources[module], function, code)
+    sources[module] = replace_definition(sources[module], function, code) + HEADER
     return sources
 
 
