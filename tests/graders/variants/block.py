@@ -559,9 +559,9 @@ WRONG: list[Variant] = [
         "detached-statistics",
         _LN,
         """
-        stats = x.detach()
-        mean = stats.mean(-1, keepdim=True)
-        var = stats.var(-1, keepdim=True, unbiased=False)
+        with torch.no_grad():  # statistics without a gradient
+            mean = x.mean(-1, keepdim=True)
+            var = x.var(-1, keepdim=True, unbiased=False)
         y = (x - mean) / torch.sqrt(var + eps) * weight
         return y if bias is None else y + bias
         """,
