@@ -543,16 +543,3 @@ def test_every_rule_names_its_own_lesson():
     for lesson, rule in rules:
         assert f"by hand (lesson {lesson.number})" in rule.message, rule.message
         assert "{" not in rule.message, rule.message
-
-
-@pytest.mark.parametrize(
-    "line",
-    ["sys.setprofile(None)", "sys._getframe(1).f_back", "gc.get_objects()", "sys.settrace(None)"],
-)
-def test_the_reading_refuses_what_reaches_the_watchs_own_state(line):
-    from graders.rules import breach
-
-    rule = MANIFEST.lesson("block").rule("gelu")
-    source = f"import gc, sys\ndef helper():\n    {line}\n"
-    why = breach({"block": "def gelu(x):\n    return x\n", "helpers": source}, "block", rule)
-    assert why is not None and "helpers.py" in why, why

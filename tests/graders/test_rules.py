@@ -59,6 +59,8 @@ HIDING = {
     "frame-inspect": "import inspect\nf = inspect.currentframe()\n",
     "frame-traceback": "try:\n    1 / 0\nexcept Exception as e:\n    f = e.__traceback__\n",
     "gc": "import gc\nobjects = gc.get_objects()\n",
+    "profile-hook": "import sys\nsys.setprofile(None)\n",
+    "trace-hook": "import sys\nsys.settrace(None)\n",
     "ctypes": "import ctypes\n",
     "importlib": "import importlib\nm = importlib.import_module('graders')\n",
     "dunder-import": "m = __import__('graders')\n",
