@@ -93,7 +93,6 @@ TAMPERING = frozenset(
         "__code__",
         "__closure__",
         "__subclasses__",
-        "__class__",
         "__bases__",
         "__mro__",
         "__getattr__",
@@ -356,6 +355,9 @@ def _hiding(tree: ast.Module) -> tuple[str, int] | None:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in sys_names and node.attr not in SYS_PLAIN:
                 return f"sys.{node.attr}", line
+        if isinstance(node, ast.Attribute) and node.attr == "__class__":
+            if isinstance(node.ctx, ast.Store | ast.Del):  # an object's class switched
+                return "__class__ =", line
         found = _hiding_call(node) or _hiding_class(node)
         if found is not None:
             return found, line
@@ -390,6 +392,8 @@ def _hiding_call(node: ast.AST) -> str | None:
         given = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
             return f"{name} with a computed name"
+        if name == "setattr" and given.value == "__class__":
+            return "setattr(..., '__class__', ...)"
     if name == "type" and len(node.args) == 3:
         return "type(name, bases, namespace)"
     return None

@@ -84,6 +84,7 @@ HIDING = {
     ),
     "reducer-assigned": "import torch\ntorch.Tensor.__reduce_ex__ = lambda self, p: (print, ())\n",
     "class-switched": "def switch(t, kind):\n    t.__class__ = kind\n",
+    "class-switched-by-setattr": "def switch(t, kind):\n    setattr(t, '__class__', kind)\n",
     "class-made-at-run-time": "import torch\nSneaky = type('Sneaky', (torch.Tensor,), {})\n",
     "module-getattr": "def __getattr__(name):\n    return print\n",
     "copyreg": "import copyreg\n",
@@ -114,6 +115,7 @@ PLAIN = {
     "a-module-subclass": "from torch import nn\nclass Net(nn.Module):\n    pass\n",
     "a-dataset": "from torch.utils.data import Dataset\nclass Rows(Dataset):\n    pass\n",
     "class-name-of-an-object": "def name(x):\n    return type(x).__name__\n",
+    "class-read": "class Rows:\n    def __repr__(self):\n        return self.__class__.__name__\n",
     "docstring": '"""Never use sys.modules, gc or __reduce_ex__ here."""\n',
 }
 
