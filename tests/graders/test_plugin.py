@@ -63,3 +63,25 @@ def test_an_error_raised_by_a_stub_earns_nothing(tmp_path):
     assert report["points"] == 0, [c["id"] for c in checks if c["passed"]]
     for check in gated:
         assert check["hint"] == ERROR_PATH.format(function=check["function"]), check
+
+
+def test_code_that_reaches_the_grader_is_flagged_in_a_lesson_without_rules(tmp_path):
+    """Flagged for review with its file and line; the lesson's functions (no rule) keep their
+    points, while every by-hand function of the package loses its own."""
+    import graders
+
+    target = build_target(tmp_path)
+    (target / "helpers.py").write_text("import sys\n\nworker = sys.modules.get('grader')\n")
+    report = graders.grade(
+        target,
+        lessons=["embeddings", "training"],
+        hidden=False,
+        functions=["lookup", "adamw_step"],
+        json_path=tmp_path / "r.json",
+    )
+    embeddings, training = report["lessons"]
+    expected = {"file": "helpers.py", "line": 3, "reason": "the submission uses sys.modules"}
+    assert embeddings["flagged"] == [{"function": None, **expected}]
+    assert training["flagged"] == [{"function": "adamw_step", **expected}]
+    assert embeddings["points"] == embeddings["max_points"] > 0
+    assert training["points"] == 0 < training["max_points"]
