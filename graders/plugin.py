@@ -365,14 +365,19 @@ class GradingPlugin:
 
     def _gate_error_paths(self, slug: str) -> None:
         """An error check ("raises ValueError ...") keeps its points only when every other
-        selected check of its function passed: an error raised by a stub earns nothing."""
+        selected check of its function passed: an error raised by a stub earns nothing. It
+        fails with the hint of its function's first failed check, the mistake to fix first."""
         checks = [c for c in self.checks.values() if c.lesson == slug]
-        failed = {c.function for c in checks if not c.error_path and c.id in self._failure}
+        first: dict[str, str | None] = {}  # function -> the hint of its first failed check
         for check in checks:
-            if check.error_path and check.id not in self._failure and check.function in failed:
-                hint = ERROR_PATH.format(function=check.function)
-                self._failure[check.id] = (hint, hint)
-                self.report.record(check, False, hint, hint)
+            if not check.error_path and check.id in self._failure:
+                first.setdefault(check.function, self._failure[check.id][0])
+        for check in checks:
+            if check.error_path and check.id not in self._failure and check.function in first:
+                hint = first[check.function] or check.hint
+                detail = ERROR_PATH.format(function=check.function)
+                self._failure[check.id] = (hint, detail)
+                self.report.record(check, False, hint, detail)
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
