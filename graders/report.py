@@ -5,7 +5,7 @@ checks not graded yet have ``passed: false`` and detail "not graded"):
 
     {"target", "hidden", "complete", "points", "max_points",
      "lessons": [{"slug", "title", "points", "max_points", "import_error", "graded",
-                  "fingerprint",
+                  "fingerprint", "flagged": [{"function", "file", "line", "reason"}],
                   "checks": [{"id", "function", "points", "max_points", "passed", "hint",
                               "link", "url", "detail", "hidden", "explained_by"}]}]}
 
@@ -21,6 +21,11 @@ it is now from one of an older version.
 ``import_error`` is null, or the one line that says why the lesson's module failed to import
 (exception, file and line); its checks then have detail "not run (module failed to import)"
 and no hint.
+
+``flagged`` lists what the checker's reading of the package refused before anything ran
+(graders/rules.py), for an instructor to review: per by-hand function whose rule it breaks
+(that function scores 0), or with ``function`` null where code that reaches the grader or hides
+what it calls sits in a package whose lesson has no rule. Empty when nothing was refused.
 
 ``explained_by`` is null, or the id of an earlier failed check whose mistake explains this
 failure too: the same diagnosed mistake of the same function, a diagnosed mistake of the same
@@ -48,6 +53,7 @@ from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
 from .fingerprint import fingerprint
 from .hints import NOT_IMPLEMENTED
+from .rules import Breach
 
 NOT_GRADED = "not graded"
 
@@ -89,6 +95,7 @@ class Report:
                 "import_error": None,
                 "graded": None,
                 "fingerprint": fingerprint(target, lesson.module),
+                "flagged": [],
                 "checks": [],
             }
             self._left[lesson.slug] = len(checks)
@@ -175,6 +182,14 @@ class Report:
         if lesson.get("import_error") is None:
             lesson["import_error"] = printable(message)
             self.write()
+
+    def flag(self, slug: str, breaches: Sequence[tuple[str | None, Breach]]) -> None:
+        """What the reading refused in the lesson's package, function by function."""
+        self.lesson(slug)["flagged"] = [
+            {"function": function, "file": b.file, "line": b.line, "reason": printable(b.reason)}
+            for function, b in breaches
+        ]
+        self.write()
 
     def _explain(self, lesson: dict[str, Any]) -> None:
         """Point each failure that an earlier one explains at that one (``explained_by``)."""

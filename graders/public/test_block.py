@@ -234,6 +234,28 @@ def test_layer_norm_constant_rows(student):
     )
 
 
+@pytest.mark.check("layer-norm-gradient")
+def test_layer_norm_gradient(student):
+    x = randn(40, 4, 12) * 2
+    w, b, upstream = _vector(41, 12, 0.5, 1.0), _vector(42, 12, 0.5), randn(43, 4, 12)
+    got = student.scenario("grad", args=[x, w, b], wrt=[0], weights=upstream)
+    grads = got["grads"] if isinstance(got, dict) else None
+    if not isinstance(grads, list) or len(grads) != 1 or grads[0] is None:
+        fail("no gradient reached x: layer_norm's output is detached from it")
+    expect_close(
+        grads[0],
+        oracle.layer_norm_grad(x, w, b, upstream),
+        "the gradient of layer_norm(x [4, 12], weight, bias) with respect to x",
+        mistakes={
+            "detached-statistics": later.layer_norm_grad(
+                x, w, b, upstream, mistake="detached-statistics"
+            )
+        },
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
 # -- gelu ---------------------------------------------------------------------------------------
 
 GELU_MISTAKES = ("erf-gelu", "relu", "no-cube", "wrong-constant")
@@ -448,6 +470,23 @@ def test_gpt_logits_gpt2_shaped(student):
     )
     if not torch.equal(got["argmax"], expected["argmax"]):
         fail(f"{what} predicts other tokens than the provided GPT")
+
+
+@pytest.mark.check("gpt-logits-key-order")
+def test_gpt_logits_key_order(student):
+    params = gpt_params(29, n_layer=3, C=8, V=20, L=16)
+    # the blocks listed last first: a model takes them by N, not in the dict's order
+    listed = sorted(params, key=lambda k: -int(k.split(".")[2]) if ".h." in k else 1)
+    ids = randint(30, 0, 20, 2, 6)
+    check(
+        student,
+        "gpt_logits",
+        (ids, {key: params[key] for key in listed}, 2),
+        "gpt_logits(ids [2, 6], a GPT of 3 blocks whose keys list h.2 first, n_head=2)",
+        ("dict-order",),
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 @pytest.mark.check("gpt-logits-too-long")

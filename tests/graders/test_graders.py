@@ -22,6 +22,7 @@ from graders.runner import GradingError
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
+LESSON_KEYS = {"slug", "title", "points", "max_points", "import_error", "flagged", "checks"}
 CHECK_KEYS = {
     "id",
     "function",
@@ -84,7 +85,15 @@ def test_report_schema_and_file(solutions_report):
     manifest = load_manifest()
     assert [lesson["slug"] for lesson in report["lessons"]] == manifest.slugs
     for lesson in report["lessons"]:
-        assert set(lesson) == {"slug", "title", "points", "max_points", "import_error", "checks"}
+        assert set(lesson) == {
+            "slug",
+            "title",
+            "points",
+            "max_points",
+            "import_error",
+            "flagged",
+            "checks",
+        }
         assert lesson["import_error"] is None
         assert lesson["points"] == sum(c["points"] for c in lesson["checks"])
         for check in lesson["checks"]:

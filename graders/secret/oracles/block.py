@@ -124,6 +124,32 @@ def layer_norm(
     return _normalise(x, **forms[mistake]) * weight + shift
 
 
+def layer_norm_grad(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    upstream: Tensor,
+    eps: float = 1e-5,
+    mistake: str | None = None,
+) -> Tensor:
+    """The gradient of ``(layer_norm(x) * upstream).sum()`` with respect to x, or what a
+    layer norm whose mean and variance come from a detached x gives."""
+    leaf = x.clone().requires_grad_(True)
+    if mistake is None:
+        out = _layer_norm(leaf, weight, bias, eps)
+    elif mistake == "detached-statistics":
+        stats = leaf.detach()
+        mean = stats.mean(dim=-1, keepdim=True)
+        var = stats.var(dim=-1, keepdim=True, unbiased=False)
+        out = (leaf - mean) / (var + eps).sqrt() * weight
+        out = out if bias is None else out + bias
+    else:
+        raise unknown(mistake)
+    out.backward(upstream)
+    assert leaf.grad is not None
+    return leaf.grad
+
+
 def gelu(x: Tensor, mistake: str | None = None) -> Tensor:
     if mistake is None:
         return _gelu(x)
@@ -285,6 +311,7 @@ def gpt_logits(
         "block-order",
         "no-causal-mask",
         "head-ignored",
+        "dict-order",
     ):
         raise unknown(mistake)
     wte, T = params["transformer.wte.weight"], ids.shape[-1]
@@ -294,6 +321,10 @@ def gpt_logits(
     layers = sorted({k.split(".")[2] for k in params if k.startswith("transformer.h.")}, key=int)
     if mistake == "block-order":
         layers.sort()  # as strings: 10 and 11 between 1 and 2
+    if mistake == "dict-order":  # as the dict lists them
+        layers = list(
+            dict.fromkeys(k.split(".")[2] for k in params if k.startswith("transformer.h."))
+        )
     mask = torch.ones(T, T, dtype=torch.bool) if mistake == "no-causal-mask" else None
     for n in layers:
         x = _transformer_block(x, _part(params, f"transformer.h.{n}."), n_head, mask)

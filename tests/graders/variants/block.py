@@ -547,6 +547,25 @@ WRONG: list[Variant] = [
         "    mask = causal_mask(ids.shape[1])\n",
         "    mask = torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool)\n",
     ),
+    _gpt(
+        "dict-order",
+        "dict-order",
+        'sorted({int(k.split(".")[2]) for k in params if k.startswith("transformer.h.")})',
+        'dict.fromkeys(k.split(".")[2] for k in params if k.startswith("transformer.h."))',
+    ),
+    _block_variant(
+        "layer_norm",
+        "detached-statistics",
+        "detached-statistics",
+        _LN,
+        """
+        with torch.no_grad():  # statistics without a gradient
+            mean = x.mean(-1, keepdim=True)
+            var = x.var(-1, keepdim=True, unbiased=False)
+        y = (x - mean) / torch.sqrt(var + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
 ]
 
 
@@ -674,6 +693,18 @@ WRONG += [
 ]
 
 RIGHT: list[Variant] = [
+    _block_variant(
+        "layer_norm",
+        "addcmul",
+        None,
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        normed = (x - mean) * torch.rsqrt(var + eps)
+        return normed * weight if bias is None else torch.addcmul(bias, normed, weight)
+        """,
+    ),
     _block_variant(
         "layer_norm",
         "var-unbiased-false",
