@@ -35,7 +35,6 @@ the submission themselves (:mod:`.notebook`), one kernel per submission.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -45,6 +44,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
 
 from core.cli import one_line
 from core.manifest import load_manifest
@@ -169,28 +170,27 @@ def course_lock(course: Course) -> Iterator[None]:
         yield
         return
     course.root.mkdir(parents=True, exist_ok=True)
-    path = course.root / ".autograde.lock"
-    with open(path, "a+") as handle:
+    lock = FileLock(course.root / ".autograde.lock")
+    holder = course.root / ".autograde.holder"  # who holds it, for the one who waits
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise SetupError(
-                f"another autograde ({holder}) is grading {course.root}: wait for it to end "
-                "and run this one again (nothing was collected or graded)"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n")
-        handle.flush()
+            who = holder.read_text(encoding="utf-8").strip()
+        except OSError:
+            who = ""
+        raise SetupError(
+            f"another autograde ({who or 'another process'}) is grading {course.root}: wait "
+            "for it to end and run this one again (nothing was collected or graded)"
+        ) from None
+    try:
+        holder.write_text(f"pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n")
         _held.add(course.root)
-        try:
-            yield
-        finally:
-            _held.discard(course.root)
-            handle.truncate(0)
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
+    finally:
+        _held.discard(course.root)
+        holder.unlink(missing_ok=True)
+        lock.release()
 
 
 def find_jobs(

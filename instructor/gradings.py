@@ -17,13 +17,14 @@ did not replace, and says why under ``failed``; the next ``autograde`` tries it 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+
+from filelock import FileLock
 
 from core.atomic import atomic_write
 
@@ -92,8 +93,7 @@ def _updating(root: Path) -> Iterator[dict[str, dict[str, Any]]]:
     """Read, change and write the file back, one writer at a time (a plain ``nbgrader
     autograde`` may grade beside ``autograde``)."""
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{FILE}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(root / f".{FILE}.lock"):
         data = read(root)
         yield data
         text = json.dumps(data, indent=1, sort_keys=True).encode() + b"\n"

@@ -6,7 +6,6 @@ nbgrader's own ``autograde`` command grades for real in the last test."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -95,17 +94,33 @@ def test_only_new_changed_or_failed_submissions_are_graded_again(course):
     assert todo == [("bob", LESSON), ("cy", LESSON)] and current == [("ann", LESSON)]
 
 
+HOLD_LOCK = """
+import sys, time
+from filelock import FileLock
+with FileLock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
 def test_a_second_autograde_is_refused_before_it_collects(course, capfd):
     from instructor.__main__ import main
 
     archive = course.downloaded / LESSON / "archive"
     archive.mkdir(parents=True)
     (archive / "ann_embeddings.zip").write_bytes(b"")
-    with open(course.root / ".autograde.lock", "a+") as held:  # the first autograde's lock
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held.write("pid 4242, since 09:00:00\n")
-        held.flush()
+    held = subprocess.Popen(  # the first autograde, in a process of its own, holds the lock
+        [sys.executable, "-c", HOLD_LOCK, str(course.root / ".autograde.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert held.stdout is not None and held.stdout.readline().strip() == "held"
+        (course.root / ".autograde.holder").write_text("pid 4242, since 09:00:00\n")
         status = main(["--course", str(course.root), "autograde", "--engine", "threads"])
+    finally:
+        held.kill()
+        held.wait()
     out, err = capfd.readouterr()
     assert status == 2 and not out
     assert err.count("\n") == 1 and "another autograde (pid 4242" in err, err
