@@ -386,7 +386,7 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
         arg=expected,
     )
     assert "to do" in row.text_content()
-    assert re.fullmatch(r"1 of \d+ right", row.locator(".course-progress__quiz").text_content())
+    assert re.fullmatch(r"1 of \d+ right the first time", row.locator(".course-progress__quiz").text_content())
     _wait_for_kernels(page, 0, "the chapter's kernel outlived the page")
     hints = page.locator(".course-check--failed .course-check__hint a")
     assert hints.count() > 0
