@@ -24,6 +24,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
+from xml.etree import ElementTree
 
 import pytest
 from mini_site import build_mini_site
@@ -468,6 +469,32 @@ def test_every_figure_has_a_caption(site: Path) -> None:
     assert figures >= len(LESSONS)
 
 
+DIAGRAM = re.compile(
+    r'<figure class="course-diagram">\s*<img ([^>]*)>\s*<figcaption>(.*?)</figcaption>', re.S
+)
+
+
+def test_drawn_figures_have_alt_text_a_caption_and_readable_text(site: Path) -> None:
+    """A figure drawn as an SVG file (the block chapter's pre-LN block) is in the built site,
+    says in its alt text what it shows, and its lettering is no smaller than 12 px."""
+    drawn = 0
+    for page in reading_pages():
+        built = read(site, page)
+        for found in DIAGRAM.finditer(built):
+            drawn += 1
+            attributes = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1)))
+            alt = attributes.get("alt", "")
+            assert len(alt.split()) >= 20, f"{page}: a drawn figure without alt text"
+            assert len(found.group(2).split()) >= 8, f"{page}: a drawn figure without a caption"
+            svg = (site / page_dir(page) / attributes["src"]).resolve()
+            assert svg.is_file(), f"{page}: {attributes['src']} is not in the built site"
+            root = ElementTree.parse(svg).getroot()
+            assert root.find("{http://www.w3.org/2000/svg}title") is not None
+            sizes = [float(size) for size in re.findall(r'font-size="([\d.]+)"', svg.read_text())]
+            assert sizes and min(sizes) >= 12, f"{svg.name}: lettering below 12 px"
+    assert drawn >= 1, "the block chapter's drawing of the pre-LN block is missing"
+
+
 # The Time Machine's figures: what the prose states (<span class="book-figure">) and the line the
 # page's block prints where the book is cached on the building machine.
 BOOK_FIGURES = {
@@ -821,6 +848,21 @@ def test_quiz_answer_reveals_its_explanation(browser: Browser) -> None:
         break
     else:
         pytest.fail("no chapter has a single-answer quiz")
+    browser.assert_clean()
+
+
+def test_the_drawn_block_renders_at_a_readable_size(browser: Browser) -> None:
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "block")
+    page = browser.open(page_dir(lesson["page"]) + "/")
+    drawing = page.locator("article figure.course-diagram img").first
+    drawing.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => { const i = document.querySelector('figure.course-diagram img');"
+        " return i && i.complete && i.naturalWidth > 0; }"
+    )
+    # Drawn at 680 px wide with 13 px lettering: at least 90% of that on a desktop column.
+    assert drawing.bounding_box()["width"] >= 0.9 * 680
+    page.close()
     browser.assert_clean()
 
 
