@@ -163,9 +163,12 @@ def run_box(src_uri: str) -> str:
         "    Every example on this page ran when the site was built: the outputs you see are "
         "real. To run them yourself, "
         f'[download them as a Jupyter notebook]({rel}){{ download="{target.name}" }} '
-        "and open it in the course repository (or with the course installed), or serve the "
-        "course on your machine with `nox -s course`: every example then gets a **Run** "
-        "button, you can edit it, and a switch reruns the page with your own `exercises`.\n\n"
+        "and open it in the course repository (or with the course installed): the examples "
+        "import the lessons from `gpt.chapter`, which there means your own `exercises`, with "
+        "the reference standing in for what you have not written yet (a line names it). Or "
+        "serve the course on your machine with `nox -s course`: every example then gets a "
+        "**Run** button, you can edit it, and a switch reruns the page with your own "
+        "`exercises`.\n\n"
         '<div class="course-run-panel" hidden></div>\n'
     )
 

@@ -307,7 +307,7 @@ def test_faq_points_at_real_code() -> None:
     text = (COURSE / "faq.md").read_text(encoding="utf-8")
     questions = re.findall(r"^## .+\?", text, re.M)
     assert len(questions) >= 12
-    pointers = re.findall(r"`(solutions/[\w/]+\.py)::([\w.]+)`", text)
+    pointers = re.findall(r"`((?:solutions|gpt|core)/[\w/]+\.py)::([\w.]+)`", text)
     assert len(pointers) >= len(questions)
     for file, name in pointers:
         path = ROOT / file
