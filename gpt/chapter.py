@@ -26,6 +26,7 @@ from .compare import is_stub
 from .lessons import CHAPTER_ENV, REFERENCE, Lessons, LessonsError, load, modules
 
 STUDENT = "exercises"
+lessons: Lessons  # the lessons now in use: set by use(), which runs on import
 
 
 def fill_in(yours: Lessons, reference: Lessons | None) -> list[str]:
@@ -69,31 +70,32 @@ def use(spec: str | Path | None = None, *, fill: bool = True) -> tuple[Lessons, 
     """Make ``gpt.chapter.<module>`` the lessons of ``spec`` (default: ``COURSE_CHAPTER_LESSONS``,
     else ``exercises``), with ``fill`` filled in from the reference where not done yet; (the
     lessons, the line that says whose they are: "" for the reference)."""
+    global lessons
     spec = spec if spec is not None else os.environ.get(CHAPTER_ENV) or STUDENT
-    lessons = load(spec)
+    chosen = load(spec)
     line = ""
-    if lessons.package != REFERENCE:
+    if chosen.package != REFERENCE:
         reference: Lessons | None = None
         if fill:
             try:
                 reference = load(REFERENCE)
             except LessonsError:
                 pass  # the students' release: no reference to fill in from
-        stubs = fill_in(lessons, reference)
-        line = f"gpt.chapter: your lessons ({lessons.package})"
+        stubs = fill_in(chosen, reference)
+        line = f"gpt.chapter: your lessons ({chosen.package})"
         if stubs and reference is not None:
             line += f"; not done yet, so the reference's: {summary(stubs)}"
         elif stubs:
             line += f"; not done yet, so they raise until you write them: {summary(stubs)}"
     this = sys.modules[__name__]
     for name in modules():
-        module: types.ModuleType = getattr(lessons, name)
+        module: types.ModuleType = getattr(chosen, name)
         sys.modules[f"{__name__}.{name}"] = module
         setattr(this, name, module)
-    this.lessons = lessons
-    return lessons, line
+    lessons = chosen
+    return chosen, line
 
 
-lessons, _line = use()
+_, _line = use()
 if _line:
     print(_line)
