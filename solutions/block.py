@@ -236,9 +236,10 @@ def gpt_logits(ids: Tensor, params: dict[str, Tensor], n_head: int) -> Tensor:
     ``transformer.wpe.weight``, run every block ``transformer.h.0``, ``transformer.h.1``, …
     in order of its number (10 comes after 9, not after 1) with the causal mask, normalise
     with ``transformer.ln_f`` (its bias, like every bias, may be missing), and score every
-    vector against every row of ``lm_head.weight``: logits = x @ lm_headᵀ. GPT-2 ties that head to the token table, so when ``lm_head.weight``
-    is absent use ``transformer.wte.weight``. ``dict(GPT(config).state_dict())`` is such a
-    dict, and the result equals that model's logits.
+    vector against every row of ``lm_head.weight``: logits = x @ lm_headᵀ. GPT-2 ties that
+    head to the token table, so when ``lm_head.weight`` is absent use
+    ``transformer.wte.weight``. ``dict(GPT(config).state_dict())`` is such a dict, and the
+    result equals that model's logits.
 
     Shapes:
         ids: [B, T] integer, T at most the position table's rows (else ``add_positions``'
