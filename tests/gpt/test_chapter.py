@@ -160,7 +160,8 @@ def test_every_chapters_code_runs_without_the_reference(release_tree: Path, page
     cells = notebooks_hook().parse_cells((ROOT / "course" / page).read_text(encoding="utf-8"))
     done = run(NO_REFERENCE + "\n".join(cell.source for cell in cells), release_tree)
     assert done.returncode == 0, f"{page}:\n{done.stderr[-3000:]}"
-    assert "\ngpt.chapter: your lessons (exercises)\n" in "\n" + done.stdout, "not the student's"
+    if any("gpt.chapter" in cell.source for cell in cells):
+        assert "\ngpt.chapter: your lessons (exercises)\n" in "\n" + done.stdout, "not theirs"
 
 
 def test_chapter_9s_offline_check_of_a_loader_gives_transformers_logits() -> None:
