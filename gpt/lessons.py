@@ -23,6 +23,8 @@ from typing import Any
 from core.manifest import load_manifest
 
 REFERENCE = "solutions"
+# Whose lessons the chapters' code imports through gpt.chapter (the site's build sets REFERENCE).
+CHAPTER_ENV = "COURSE_CHAPTER_LESSONS"
 
 
 class LessonsError(ImportError):

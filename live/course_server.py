@@ -12,8 +12,9 @@ It is a Jupyter server (``jupyter_server``) with one extension, :mod:`live.serve
   executing in a real IPython kernel started through Jupyter's own kernel API
   (``/api/kernels`` and its websocket), one kernel per open page, with the repository root as
   its working directory (so ``solutions``, ``exercises`` and the provided code import);
-- the code each page's kernel runs first (``live.kernel_setup``): the reference
-  ``solutions``, or with the page's "With my code" switch the student's package in its place;
+- the code each page's kernel runs first (``live.kernel_setup``): the examples' lessons
+  (``gpt.chapter``) are the reference ``solutions``, or with the page's "With my code" switch
+  the student's package;
 - ``/course-api/report`` returns the latest grading report (``nox -s grade`` writes
   build/grading-report.json), which the progress page and the exercise boxes poll.
 

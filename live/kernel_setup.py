@@ -2,10 +2,11 @@
 
 ``setup()`` does three things, all reversible by restarting the kernel:
 
-- with ``exercises`` set ("with my code"), the lesson modules of ``solutions`` become the
-  student's: ``import solutions.embeddings`` then gives ``exercises/embeddings.py`` (or the
-  same module of another package directory), so the chapter's examples call the student's
-  functions, and so does provided code that imports them;
+- the chapters' examples import the lessons from ``gpt.chapter``: without ``exercises`` they
+  are the reference's, as on the built page; with ``exercises`` set ("with my code") they are the
+  student's, ``from gpt.chapter.embeddings import lookup`` then giving ``exercises/embeddings.py``
+  (or the same module of another package directory), stubs included: a function not written
+  yet raises, naming the section to read;
 - an error shows as one line instead of a traceback: an unimplemented stub's
   ``NotImplementedError`` its message (which names the lesson section to read), any other error
   its type, message and place (the student's file and line, or the block's line), a
@@ -16,11 +17,13 @@
 
 from __future__ import annotations
 
-import importlib
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
+
+from gpt.lessons import CHAPTER_ENV, REFERENCE
 
 MANIFEST = Path(__file__).resolve().parents[1] / "course" / "lessons.toml"
 
@@ -57,21 +60,16 @@ def lesson_modules() -> list[str]:
 
 
 def use_exercises(directory: Path) -> list[str]:
-    """Alias ``solutions.<lesson module>`` to the same module of the package in ``directory``."""
+    """Make ``gpt.chapter.<lesson module>`` the same module of the package in ``directory``,
+    its stubs left as they are; the lesson modules."""
     directory = directory.resolve()
     if not (directory / "__init__.py").is_file():
         raise ValueError(f"{directory} is not a package directory (no __init__.py)")
-    if str(directory.parent) not in sys.path:
-        sys.path.insert(0, str(directory.parent))
-    import solutions
+    os.environ[CHAPTER_ENV] = REFERENCE  # what gpt.chapter takes on import, filling nothing
+    from gpt import chapter
 
-    aliased = []
-    for module in lesson_modules():
-        theirs = importlib.import_module(f"{directory.name}.{module}")
-        sys.modules[f"solutions.{module}"] = theirs
-        setattr(solutions, module, theirs)
-        aliased.append(module)
-    return aliased
+    chapter.use(directory, fill=False)
+    return list(lesson_modules())
 
 
 def place(value: BaseException, tb: Any, package: Path | None) -> str:
@@ -121,6 +119,8 @@ def setup(exercises: str | None = None, output_limit: int = 500_000) -> None:
     shell.set_custom_exc((Exception,), one_line)
     if package is not None:
         use_exercises(package)
+    else:
+        os.environ[CHAPTER_ENV] = REFERENCE  # as on the built page
     budget = {"left": limit}
 
     def reset(*args: Any) -> None:

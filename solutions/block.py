@@ -205,10 +205,11 @@ def transformer_block(
     Shapes:
         x: [B, T, C]; mask as for ``self_attention``. returns: [B, T, C].
         params: one GPT-2 block's weights without the ``transformer.h.N.`` prefix:
-        ``ln_1.weight`` [C], ``ln_1.bias``, ``attn.c_attn.weight`` [3C, C], ``attn.c_attn.bias``,
-        ``attn.c_proj.weight`` [C, C], ``attn.c_proj.bias``, ``ln_2.weight``, ``ln_2.bias``,
-        ``mlp.c_fc.weight`` [4C, C], ``mlp.c_fc.bias``, ``mlp.c_proj.weight`` [C, 4C],
-        ``mlp.c_proj.bias``.
+        ``ln_1.weight`` [C], ``attn.c_attn.weight`` [3C, C], ``attn.c_proj.weight`` [C, C],
+        ``ln_2.weight``, ``mlp.c_fc.weight`` [4C, C], ``mlp.c_proj.weight`` [C, 4C], and, when
+        the model has biases, ``ln_1.bias``, ``attn.c_attn.bias``, ``attn.c_proj.bias``,
+        ``ln_2.bias``, ``mlp.c_fc.bias`` and ``mlp.c_proj.bias``. Any bias may be missing: a
+        missing bias counts as zero (``params.get``), as in the example below.
 
     Example:
         >>> C = 4; zeros = {"ln_1.weight": torch.ones(C), "ln_2.weight": torch.ones(C),
@@ -234,10 +235,11 @@ def gpt_logits(ids: Tensor, params: dict[str, Tensor], n_head: int) -> Tensor:
     ``lookup`` the ids in ``transformer.wte.weight``, ``add_positions`` from
     ``transformer.wpe.weight``, run every block ``transformer.h.0``, ``transformer.h.1``, …
     in order of its number (10 comes after 9, not after 1) with the causal mask, normalise
-    with ``transformer.ln_f``, and score every vector against every row of ``lm_head.weight``:
-    logits = x @ lm_headᵀ. GPT-2 ties that head to the token table, so when ``lm_head.weight``
-    is absent use ``transformer.wte.weight``. ``dict(GPT(config).state_dict())`` is such a
-    dict, and the result equals that model's logits.
+    with ``transformer.ln_f`` (its bias, like every bias, may be missing), and score every
+    vector against every row of ``lm_head.weight``: logits = x @ lm_headᵀ. GPT-2 ties that
+    head to the token table, so when ``lm_head.weight`` is absent use
+    ``transformer.wte.weight``. ``dict(GPT(config).state_dict())`` is such a dict, and the
+    result equals that model's logits.
 
     Shapes:
         ids: [B, T] integer, T at most the position table's rows (else ``add_positions``'

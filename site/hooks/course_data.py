@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def repository_root(config: Any) -> Path:
     """The folder of mkdocs.yml, put on sys.path: the manifest's loader and the chapters'
-    exec'd examples (``solutions``) import from it, even when mkdocs runs as a console script
+    exec'd examples (``gpt.chapter``) import from it, even when mkdocs runs as a console script
     (whose sys.path[0] is the environment's bin/)."""
     root = Path(config.config_file_path).resolve().parent
     if str(root) not in sys.path:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -115,9 +116,11 @@ def notebook(title: str, page: str, cells: list[Cell]) -> dict[str, Any]:
         f"# {title}\n\n"
         f"The examples of the course chapter `course/{page}`, in order, generated from the "
         "page when the site was built. Run it from the course repository's root (for example "
-        "`jupyter lab` there), or anywhere once the course is installed (`pip install -e .`): "
-        "the examples import the reference package, `solutions`. To try your own functions, "
-        "change `solutions` to `exercises` in an import."
+        "`jupyter lab` there), or anywhere once the course is installed (`pip install -e .`). "
+        "The examples import the lessons from `gpt.chapter`, which is your package, "
+        "`exercises`: the functions you have written run, and each one you have not written "
+        "yet is the reference's where the reference is there (the first import prints a line "
+        "naming them). The page itself was computed with the reference."
     )
     out = [_markdown(intro)]
     heading = ""
@@ -160,9 +163,12 @@ def run_box(src_uri: str) -> str:
         "    Every example on this page ran when the site was built: the outputs you see are "
         "real. To run them yourself, "
         f'[download them as a Jupyter notebook]({rel}){{ download="{target.name}" }} '
-        "and open it in the course repository (or with the course installed), or serve the "
-        "course on your machine with `nox -s course`: every example then gets a **Run** "
-        "button, you can edit it, and a switch reruns the page with your own `exercises`.\n\n"
+        "and open it in the course repository (or with the course installed): the examples "
+        "import the lessons from `gpt.chapter`, which there means your own `exercises`, with "
+        "the reference standing in for what you have not written yet (a line names it). Or "
+        "serve the course on your machine with `nox -s course`: every example then gets a "
+        "**Run** button, you can edit it, and a switch reruns the page with your own "
+        "`exercises`.\n\n"
         '<div class="course-run-panel" hidden></div>\n'
     )
 
@@ -234,6 +240,10 @@ def on_config(config, **kwargs):
     global STATE
     STATE = _State()
     STATE.lessons = load_lessons(config)
+    # The examples import the lessons through gpt.chapter: at build time, the reference's.
+    from gpt.lessons import CHAPTER_ENV, REFERENCE
+
+    os.environ[CHAPTER_ENV] = REFERENCE
     STATE.slug_by_page = {lesson.page: lesson.slug for lesson in STATE.lessons}
     return config
 

@@ -92,7 +92,7 @@ def test_kernel_setup_aliases_lesson_modules_and_caps_output(tmp_path: Path) -> 
         "import io, sys\n"
         "from live import kernel_setup as k\n"
         f"k.use_exercises(__import__('pathlib').Path({str(mine)!r}))\n"
-        "from solutions.windows import shift, window_starts\n"
+        "from gpt.chapter.windows import shift, window_starts\n"
         "import torch\n"
         "print(shift(torch.arange(4))[1].tolist())\n"
         "try:\n"
@@ -386,7 +386,8 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
         arg=expected,
     )
     assert "to do" in row.text_content()
-    assert re.fullmatch(r"1 of \d+ right", row.locator(".course-progress__quiz").text_content())
+    quiz_text = row.locator(".course-progress__quiz").text_content()
+    assert re.fullmatch(r"1 of \d+ right the first time", quiz_text), quiz_text
     _wait_for_kernels(page, 0, "the chapter's kernel outlived the page")
     hints = page.locator(".course-check--failed .course-check__hint a")
     assert hints.count() > 0

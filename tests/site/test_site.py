@@ -24,6 +24,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
+from xml.etree import ElementTree
 
 import pytest
 from mini_site import build_mini_site
@@ -306,7 +307,7 @@ def test_faq_points_at_real_code() -> None:
     text = (COURSE / "faq.md").read_text(encoding="utf-8")
     questions = re.findall(r"^## .+\?", text, re.M)
     assert len(questions) >= 12
-    pointers = re.findall(r"`(solutions/[\w/]+\.py)::([\w.]+)`", text)
+    pointers = re.findall(r"`((?:solutions|gpt|core)/[\w/]+\.py)::([\w.]+)`", text)
     assert len(pointers) >= len(questions)
     for file, name in pointers:
         path = ROOT / file
@@ -466,6 +467,32 @@ def test_every_figure_has_a_caption(site: Path) -> None:
                 f"{page}: a figure without a caption that says what to look at"
             )
     assert figures >= len(LESSONS)
+
+
+DIAGRAM = re.compile(
+    r'<figure class="course-diagram">\s*<img ([^>]*)>\s*<figcaption>(.*?)</figcaption>', re.S
+)
+
+
+def test_drawn_figures_have_alt_text_a_caption_and_readable_text(site: Path) -> None:
+    """A figure drawn as an SVG file (the block chapter's pre-LN block) is in the built site,
+    says in its alt text what it shows, and its lettering is no smaller than 12 px."""
+    drawn = 0
+    for page in reading_pages():
+        built = read(site, page)
+        for found in DIAGRAM.finditer(built):
+            drawn += 1
+            attributes = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1)))
+            alt = attributes.get("alt", "")
+            assert len(alt.split()) >= 20, f"{page}: a drawn figure without alt text"
+            assert len(found.group(2).split()) >= 8, f"{page}: a drawn figure without a caption"
+            svg = (site / page_dir(page) / attributes["src"]).resolve()
+            assert svg.is_file(), f"{page}: {attributes['src']} is not in the built site"
+            root = ElementTree.parse(svg).getroot()
+            assert root.find("{http://www.w3.org/2000/svg}title") is not None
+            sizes = [float(size) for size in re.findall(r'font-size="([\d.]+)"', svg.read_text())]
+            assert sizes and min(sizes) >= 12, f"{svg.name}: lettering below 12 px"
+    assert drawn >= 1, "the block chapter's drawing of the pre-LN block is missing"
 
 
 # The Time Machine's figures: what the prose states (<span class="book-figure">) and the line the
@@ -824,6 +851,21 @@ def test_quiz_answer_reveals_its_explanation(browser: Browser) -> None:
     browser.assert_clean()
 
 
+def test_the_drawn_block_renders_at_a_readable_size(browser: Browser) -> None:
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "block")
+    page = browser.open(page_dir(lesson["page"]) + "/")
+    drawing = page.locator("article figure.course-diagram img").first
+    drawing.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => { const i = document.querySelector('figure.course-diagram img');"
+        " return i && i.complete && i.naturalWidth > 0; }"
+    )
+    # Drawn at 680 px wide with 13 px lettering: at least 90% of that on a desktop column.
+    assert drawing.bounding_box()["width"] >= 0.9 * 680
+    page.close()
+    browser.assert_clean()
+
+
 def test_search_finds_a_glossary_term(browser: Browser) -> None:
     page = browser.open("")
     page.locator("label.md-search__icon, .md-search__input").first.click()
@@ -1024,7 +1066,56 @@ def test_a_revealed_answer_counts_as_revealed_not_correct(browser: Browser) -> N
     progress = browser.open("progress/")
     row = progress.locator(f"tr[data-lesson='{lesson['slug']}'] .course-progress__quiz")
     row.wait_for(state="attached")
-    assert re.fullmatch(r"0 of \d+ right, 1 revealed", row.inner_text().strip()), row.inner_text()
+    assert re.fullmatch(r"0 of \d+ right the first time, 1 revealed", row.inner_text().strip())
+    progress.close()
+    browser.assert_clean()
+
+
+def test_right_after_a_wrong_pick_is_not_right_the_first_time(browser: Browser) -> None:
+    """Two guesses among four options find the answer half the time: the sidebar and the
+    progress page count a right second pick apart from a right first one, across a reload."""
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "objective")
+    page = fresh_chapter(browser, "objective")
+
+    def right_and_wrong(quiz):
+        answers = quiz.locator("fieldset > div")
+        return (
+            answers.filter(has=page.locator("input[data-correct]")).first,
+            answers.filter(has=page.locator("input:not([data-correct])")).first,
+        )
+
+    def counts() -> tuple[str, str, str]:
+        panel = page.locator('[data-md-component="quiz-progress"]').first
+        return tuple(
+            panel.locator(f".quiz-progress-{kind}").text_content().strip()
+            for kind in ("first", "later", "score")
+        )
+
+    quiz = visible_quiz(page)
+    quiz.scroll_into_view_if_needed()
+    right, wrong = right_and_wrong(quiz)
+    pick(quiz, right)
+    quiz.locator(".quiz-feedback .quiz-feedback-item.correct").wait_for(state="visible")
+    assert counts() == ("1", "0", "1")
+    page.locator(".quiz-deck__next").first.click()
+    quiz = visible_quiz(page)
+    right, wrong = right_and_wrong(quiz)
+    pick(quiz, wrong)
+    quiz.locator(".quiz-retry").wait_for(state="visible")
+    pick(quiz, right)
+    quiz.locator(".quiz-feedback .quiz-feedback-item.correct").wait_for(state="visible")
+    # quiz.js's own "Correct" counts both; the course's lines tell them apart.
+    assert counts() == ("1", "1", "2")
+    page.reload()
+    page.locator(".quiz-deck__where").first.wait_for(state="visible")
+    assert counts() == ("1", "1", "2"), "a reload forgot which answer came second"
+    page.close()
+
+    progress = browser.open("progress/")
+    row = progress.locator(f"tr[data-lesson='{lesson['slug']}'] .course-progress__quiz")
+    row.wait_for(state="attached")
+    text = row.inner_text().strip()
+    assert re.fullmatch(r"1 of \d+ right the first time, 1 right after a wrong pick", text), text
     progress.close()
     browser.assert_clean()
 

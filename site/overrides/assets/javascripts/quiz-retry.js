@@ -13,12 +13,19 @@
  * answer is shown, so quiz.js keeps it as answered wrongly), its id is kept in
  * localStorage[REVEALED_PREFIX + page path] (run.js's progress page reads it there too) and the
  * quiz sidebar shows how many answers were revealed. quiz.js's own reset clears the mark.
+ *
+ * A question whose first pick was wrong is kept in localStorage[MISSED_PREFIX + page path]:
+ * quiz.js counts a right second pick as right, but guessing twice among four options finds the
+ * answer half the time, so the sidebar (and run.js's progress page) tell "right the first
+ * time" from "right after a wrong pick". Only the reset of every question (quiz.js's "Reset",
+ * once confirmed) forgets these marks; "Try Again" on one question does not.
  */
 (function () {
   "use strict";
 
   var REVEAL_AFTER = 2; // wrong picks on one question before the answer is shown unasked
   var REVEALED_PREFIX = "course_quiz_revealed_"; // + page path: ids of the revealed questions
+  var MISSED_PREFIX = "course_quiz_missed_"; // + page path: ids whose first pick was wrong
   var ANSWERS_PREFIX = "quiz_progress_"; // + page path: quiz.js's {id: {answered, correct}}
 
   function stored(key, fallback) {
@@ -41,41 +48,81 @@
       : [];
   }
 
-  function saveRevealed(ids) {
+  function save(prefix, ids) {
     try {
-      localStorage.setItem(REVEALED_PREFIX + location.pathname, JSON.stringify(ids));
+      localStorage.setItem(prefix + location.pathname, JSON.stringify(ids));
     } catch (error) {
       /* storage full or disabled: the mark lasts until the page is left */
     }
   }
 
-  function showRevealedCount() {
-    var count = String(revealedIds().length);
+  function saveRevealed(ids) {
+    save(REVEALED_PREFIX, ids);
+  }
+
+  // The ids of this page whose first pick was wrong (kept through "Try Again" on one question).
+  function missedIds() {
+    var ids = stored(MISSED_PREFIX + location.pathname, []);
+    return Array.isArray(ids) ? ids : [];
+  }
+
+  function markMissed(quiz) {
+    var ids = missedIds();
+    if (quiz.id && ids.indexOf(quiz.id) === -1) save(MISSED_PREFIX, ids.concat([quiz.id]));
+  }
+
+  // Right the first time, right after a wrong pick, and revealed, among the answered questions.
+  function counts() {
+    var answered = stored(ANSWERS_PREFIX + location.pathname, {});
+    var revealed = revealedIds();
+    var missed = missedIds();
+    var first = 0;
+    var later = 0;
+    Object.keys(answered).forEach(function (id) {
+      var answer = answered[id];
+      if (!answer || !answer.answered || !answer.correct || revealed.indexOf(id) !== -1) return;
+      if (missed.indexOf(id) === -1) first += 1;
+      else later += 1;
+    });
+    return { first: first, later: later, revealed: revealed.length };
+  }
+
+  var LINES = [
+    ["first", "Right the first time: "],
+    ["later", "Right after a wrong pick: "],
+    ["revealed", "Revealed: "],
+  ];
+
+  // The sidebar's lines under quiz.js's "Correct" (which counts a right second pick as right).
+  function showCounts() {
+    var numbers = counts();
     document.querySelectorAll('[data-md-component="quiz-progress"]').forEach(function (panel) {
-      var number = panel.querySelector(".quiz-progress-revealed");
-      if (!number) {
-        var line = document.createElement("span");
-        line.className = "md-ellipsis quiz-progress-revealed-line";
-        line.appendChild(document.createTextNode("Revealed: "));
-        number = document.createElement("span");
-        number.className = "quiz-progress-revealed";
-        line.appendChild(number);
-        var reset = panel.querySelector(".quiz-correct-reset");
-        if (panel.tagName === "UL") {
-          var item = document.createElement("li");
-          item.className = "md-nav__item";
-          var link = document.createElement("div");
-          link.className = "md-nav__link";
-          link.appendChild(line);
-          item.appendChild(link);
-          panel.appendChild(item);
-        } else if (reset) {
-          reset.insertBefore(line, reset.querySelector(".quiz-reset-all-link"));
-        } else {
-          panel.appendChild(line);
+      LINES.forEach(function (entry) {
+        var number = panel.querySelector(".quiz-progress-" + entry[0]);
+        if (!number) {
+          var line = document.createElement("span");
+          line.className = "md-ellipsis quiz-progress-" + entry[0] + "-line";
+          line.appendChild(document.createTextNode(entry[1]));
+          number = document.createElement("span");
+          number.className = "quiz-progress-" + entry[0];
+          line.appendChild(number);
+          var reset = panel.querySelector(".quiz-correct-reset");
+          if (panel.tagName === "UL") {
+            var item = document.createElement("li");
+            item.className = "md-nav__item";
+            var link = document.createElement("div");
+            link.className = "md-nav__link";
+            link.appendChild(line);
+            item.appendChild(link);
+            panel.appendChild(item);
+          } else if (reset) {
+            reset.insertBefore(line, reset.querySelector(".quiz-reset-all-link"));
+          } else {
+            panel.appendChild(line);
+          }
         }
-      }
-      number.textContent = count;
+        number.textContent = String(numbers[entry[0]]);
+      });
     });
   }
 
@@ -145,7 +192,7 @@
     close(quiz);
     var ids = revealedIds();
     if (quiz.id && ids.indexOf(quiz.id) === -1) saveRevealed(ids.concat([quiz.id]));
-    showRevealedCount();
+    showCounts();
   }
 
   function invite(quiz) {
@@ -169,11 +216,16 @@
   }
 
   function afterPick(quiz) {
-    if (answeredRight(quiz)) return;
+    if (answeredRight(quiz)) {
+      showCounts();
+      return;
+    }
+    markMissed(quiz);
     var wrong = Number(quiz.dataset.wrongPicks || 0) + 1;
     quiz.dataset.wrongPicks = String(wrong);
     if (wrong >= REVEAL_AFTER) reveal(quiz);
     else invite(quiz);
+    showCounts();
   }
 
   document.addEventListener(
@@ -199,6 +251,10 @@
       setTimeout(function () {
         var ids = revealedIds();
         saveRevealed(ids);
+        // Every question reset (the confirmed "Reset"): their first picks are to come again.
+        if (!Object.keys(stored(ANSWERS_PREFIX + location.pathname, {})).length) {
+          save(MISSED_PREFIX, []);
+        }
         document.querySelectorAll(".quiz.quiz--revealed").forEach(function (closed) {
           if (ids.indexOf(closed.id) === -1) {
             closed.classList.remove("quiz--revealed");
@@ -208,7 +264,7 @@
             });
           }
         });
-        showRevealedCount();
+        showCounts();
       }, 0);
     }
   });
@@ -224,10 +280,11 @@
         reveal(quiz);
       } else if (!quiz.dataset.wrongPicks && quiz.querySelector("fieldset > div.wrong")) {
         quiz.dataset.wrongPicks = "1";
+        markMissed(quiz);
         invite(quiz);
       }
     });
-    showRevealedCount();
+    showCounts();
   }
 
   if (typeof document$ !== "undefined") {

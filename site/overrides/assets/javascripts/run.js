@@ -21,6 +21,7 @@
   const STUB_LINK = /course\/((?:chapters\/)?[\w.-]+)\.md#([\w-]+)/g;
   const QUIZ_PREFIX = "quiz_progress_"; // mkdocs_quiz keeps answers as localStorage[prefix + path]
   const REVEALED_PREFIX = "course_quiz_revealed_"; // quiz-retry.js: ids whose answer was shown
+  const MISSED_PREFIX = "course_quiz_missed_"; // quiz-retry.js: ids whose first pick was wrong
   const POLL_MS = 2000;
   const GRADES_KEY = "course_grades"; // lessons' latest results, kept across grading runs
 
@@ -531,7 +532,12 @@
 
   function quizResults(root) {
     // mkdocs_quiz stores {quizId: {answered, correct}} under the chapter page's path, and
-    // quiz-retry.js the ids of the questions whose answer was revealed: revealed, not right.
+    // quiz-retry.js the ids of the questions whose answer was revealed (revealed, not right) and
+    // of those whose first pick was wrong (right after a wrong pick, not right the first time).
+    const ids = (key) => {
+      const value = JSON.parse(localStorage.getItem(key) || "[]");
+      return Array.isArray(value) ? value : [];
+    };
     const results = {};
     for (let i = 0; i < localStorage.length; i++) {
       const key = localStorage.key(i);
@@ -539,15 +545,16 @@
       try {
         const path = key.slice(QUIZ_PREFIX.length);
         const quizzes = Object.entries(JSON.parse(localStorage.getItem(key)) || {});
-        let revealed = JSON.parse(localStorage.getItem(REVEALED_PREFIX + path) || "[]");
-        if (!Array.isArray(revealed)) revealed = [];
+        const revealed = ids(REVEALED_PREFIX + path);
+        const missed = ids(MISSED_PREFIX + path);
         const answered = quizzes.filter(([, q]) => q.answered);
-        const shown = answered.filter(([id]) => revealed.includes(id)).length;
+        const right = answered.filter(([id, q]) => q.correct && !revealed.includes(id));
         results[path] = {
           total: quizzes.length,
           answered: answered.length,
-          correct: answered.filter(([id, q]) => q.correct && !revealed.includes(id)).length,
-          revealed: shown,
+          first: right.filter(([id]) => !missed.includes(id)).length,
+          later: right.filter(([id]) => missed.includes(id)).length,
+          revealed: answered.filter(([id]) => revealed.includes(id)).length,
         };
       } catch (error) {
         /* a malformed entry is mkdocs_quiz's to clear */
@@ -676,7 +683,9 @@
       const quizText = !total
         ? "no quiz"
         : quiz && quiz.answered
-          ? `${quiz.correct} of ${total} right` + (quiz.revealed ? `, ${quiz.revealed} revealed` : "")
+          ? `${quiz.first} of ${total} right the first time` +
+            (quiz.later ? `, ${quiz.later} right after a wrong pick` : "") +
+            (quiz.revealed ? `, ${quiz.revealed} revealed` : "")
           : `${total} to try`;
       const row = el("tr", `course-progress__row course-progress__row--${kind}`);
       row.dataset.lesson = info.slug;

@@ -1,0 +1,177 @@
+"""gpt.chapter: the one name the chapters' code imports the lessons through.
+
+Every run is a subprocess: importing gpt.chapter fills the stubs of a lesson package in place,
+which must not reach the exercises/ that other tests grade.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((ROOT / "course").rglob("*.md"))
+NO_REFERENCE = "import sys; sys.modules['solutions'] = None  # no reference here\n"
+
+
+def run(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "COURSE_CHAPTER_LESSONS"}
+    environment.update(MPLBACKEND="Agg", PYTHONPATH=str(cwd), **env)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def notebooks_hook():
+    spec = importlib.util.spec_from_file_location(
+        "notebooks_hook", ROOT / "site/hooks/notebooks.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_chapter_imports_the_reference_directly() -> None:
+    for path in CHAPTERS:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            assert not re.match(r"\s*(from|import)\s+solutions\b", line), (
+                f"{path.relative_to(ROOT)}:{number}: import the lessons from gpt.chapter, which "
+                "is the reference at build time and the student's package when they run it"
+            )
+
+
+def _student(tmp_path: Path, done: dict[str, str]) -> Path:
+    """A course tree whose exercises/ is the untouched stubs but for ``done``: module ->
+    a module of solutions/ copied over it."""
+    tree = tmp_path / "course-tree"
+    for folder in ("core", "gpt", "solutions", "exercises"):
+        shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tree / "course").mkdir()
+    shutil.copy(ROOT / "course" / "lessons.toml", tree / "course" / "lessons.toml")
+    for module, source in done.items():
+        shutil.copy(ROOT / "solutions" / f"{source}.py", tree / "exercises" / f"{module}.py")
+    return tree
+
+
+def test_a_student_run_uses_their_functions_and_the_reference_for_the_rest(tmp_path) -> None:
+    tree = _student(tmp_path, {"attention": "attention"})
+    code = (
+        "from gpt.chapter.attention import attention\n"
+        "from gpt.chapter.block import self_attention, layer_norm\n"
+        "import gpt.chapter as chapter, exercises.block\n"
+        "print(attention.__module__, layer_norm.__module__)\n"
+        # block.py's own `from .attention import attention` is the student's, done
+        "print(exercises.block.attention.__module__)\n"
+        "print(chapter.lessons.package)\n"
+    )
+    done = run(code, tree)
+    assert done.returncode == 0, done.stderr
+    first, *rest = done.stdout.splitlines()
+    assert first.startswith("gpt.chapter: your lessons (exercises); not done yet, so the reference")
+    assert "attention" not in first.replace("self_attention", "") and "block (all)" in first
+    assert rest == ["exercises.attention solutions.block", "exercises.attention", "exercises"]
+
+
+def test_a_stub_is_filled_where_the_students_other_modules_imported_it(tmp_path) -> None:
+    """exercises/block.py imports ``attention`` from its own package: a stub there is the
+    reference's in block too, so the student's finished block runs."""
+    tree = _student(tmp_path, {"block": "block"})
+    code = (
+        "import torch\n"
+        "from gpt.chapter.block import self_attention\n"
+        "import exercises.block\n"
+        "print(exercises.block.attention.__module__)\n"
+        "C = 4\n"
+        "p = {'c_attn.weight': torch.randn(3 * C, C), 'c_proj.weight': torch.eye(C)}\n"
+        "print(tuple(self_attention(torch.randn(1, 3, C), p, 2).shape))\n"
+    )
+    done = run(code, tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == ["solutions.attention", "(1, 3, 4)"]
+
+
+def test_without_a_reference_the_stubs_stay_and_the_line_says_so(tmp_path) -> None:
+    tree = _student(tmp_path, {"tokens": "tokens"})
+    shutil.rmtree(tree / "solutions")
+    code = (
+        "from gpt.chapter.tokens import encode\n"
+        "from gpt.chapter.windows import shift\n"
+        "print(encode('hi')[:1] != [])\n"
+        "try:\n"
+        "    shift([1, 2])\n"
+        "except NotImplementedError as error:\n"
+        "    print('stub:', error)\n"
+    )
+    done = run(NO_REFERENCE + code, tree)
+    assert done.returncode == 0, done.stderr
+    line, works, stub = done.stdout.splitlines()
+    assert line.startswith("gpt.chapter: your lessons (exercises); not done yet, so they raise")
+    assert "tokens" not in line and "windows (all)" in line
+    assert works == "True" and stub.startswith("stub: ")
+
+
+def test_at_build_time_the_chapters_get_the_reference() -> None:
+    done = run(
+        "from gpt.chapter.tokens import encode; print(encode.__module__)",
+        ROOT,
+        COURSE_CHAPTER_LESSONS="solutions",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["solutions.tokens"]  # and no line about whose
+
+
+@pytest.fixture(scope="module")
+def release_tree(tmp_path_factory) -> Path:
+    """What a student who finished every lesson has: the course's pages, gpt/ and core/, and
+    their exercises/ (here the reference's code under that name); no solutions/."""
+    tree = tmp_path_factory.mktemp("release") / "course"
+    for folder in ("core", "gpt", "course"):
+        shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "solutions", tree / "exercises", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return tree
+
+
+PAGES = [
+    path.relative_to(ROOT / "course").as_posix()
+    for path in CHAPTERS
+    if '```python exec="on"' in path.read_text(encoding="utf-8")
+]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_chapters_code_runs_without_the_reference(release_tree: Path, page: str) -> None:
+    """The page's exec'd blocks, in order, as its notebook runs them: with no solutions/ to
+    import, they run on the student's package through gpt.chapter."""
+    cells = notebooks_hook().parse_cells((ROOT / "course" / page).read_text(encoding="utf-8"))
+    done = run(NO_REFERENCE + "\n".join(cell.source for cell in cells), release_tree)
+    assert done.returncode == 0, f"{page}:\n{done.stderr[-3000:]}"
+    if any("gpt.chapter" in cell.source for cell in cells):
+        assert "\ngpt.chapter: your lessons (exercises)\n" in "\n" + done.stdout, "not theirs"
+
+
+def test_chapter_9s_offline_check_of_a_loader_gives_transformers_logits() -> None:
+    """The block that chapter 9 shows, not runs (``transformers`` is the tests' dependency):
+    the reference loader reads a tiny GPT-2 saved by transformers into logits equal to its."""
+    pytest.importorskip("transformers")
+    text = (ROOT / "course/chapters/09-generation.md").read_text(encoding="utf-8")
+    section = text[text.index("{#offline-check}") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    done = run(block, ROOT, COURSE_CHAPTER_LESSONS="solutions")
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.search(r"largest logit difference: (\S+)", done.stdout)
+    assert found and float(found.group(1)) < 1e-5, done.stdout
