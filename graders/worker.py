@@ -949,8 +949,10 @@ class Worker:
         self.requests, self.answers = requests, answers
         self.proxies = make_proxies(self.ask)
         # Taken before the student's module is imported: rebinding the module's names later
-        # (SCENARIOS["evaluate"] = forged) changes nothing this lesson process runs.
+        # (SCENARIOS["evaluate"] = forged, strip = a report of its own) changes nothing this
+        # lesson process runs.
         self.scenarios = dict(SCENARIOS)
+        self.pack, self.strip, self.watched = pack, strip, watched
 
     def ask(self, name: str, question: Any) -> Any:
         """A proxy's question to the checker, answered while the request is still running."""
@@ -1005,7 +1007,7 @@ class Worker:
         self, fn: Callable, request: dict, proxied: Any, args: Iterable, kwargs: dict
     ) -> Any:
         result: list = []
-        with proxied, watched(request.get("rule"), (args, kwargs), result, self.student):
+        with proxied, self.watched(request.get("rule"), (args, kwargs), result, self.student):
             value = fn(*args, **kwargs)
             result.append(value)
         return value
@@ -1031,12 +1033,12 @@ class Worker:
             value = self.watched_call(fn, request, proxied, args, dict(kwargs))
             # What the call left its inputs as (the tensors the checker shares, it reads
             # itself; this report adds the lists and dicts around them).
-            inputs = [strip(list(args)), strip(dict(kwargs))]
-            return {"ok": True, "value": pack(value), "inputs": pack(inputs)}
+            inputs = [self.strip(list(args)), self.strip(dict(kwargs))]
+            return {"ok": True, "value": self.pack(value), "inputs": self.pack(inputs)}
         config = revive(request["config"])
-        with proxied, watched(request.get("rule"), config, student=self.student):
+        with proxied, self.watched(request.get("rule"), config, student=self.student):
             value = self.scenarios[request["name"]](fn, **config)
-        return {"ok": True, "value": pack(value)}
+        return {"ok": True, "value": self.pack(value)}
 
     def describe(self, error: BaseException) -> dict:
         kind = type(error)

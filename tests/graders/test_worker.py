@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from variants import Variant, build_target
 
 pytestmark = pytest.mark.slow
@@ -139,10 +140,11 @@ HOSTILE = [
         def layer_norm(x, weight, bias, eps=1e-5):
             class Later(torch.Tensor):
                 def __reduce_ex__(self, protocol):
-                    library = getattr(F, "layer" + "_norm")
                     x, weight, bias, eps = self.saved
-                    out = library(x.detach(), x.shape[-1:], weight.detach(),
-                                  None if bias is None else bias.detach(), eps)
+                    kinds = torch.nn.Module.__subclasses__()
+                    library = next(c for c in kinds if c.__name__ == "Layer" + "Norm")
+                    out = library(x.shape[-1], eps=eps, elementwise_affine=False)(x.detach())
+                    out = out * weight.detach() + (0 if bias is None else bias.detach())
                     return out.__reduce_ex__(protocol)
             out = torch.zeros_like(x).as_subclass(Later)
             out.saved = (x, weight, bias, eps)
@@ -315,3 +317,37 @@ def test_the_worker_is_in_no_module_the_student_can_import(tmp_path):
     finally:
         client.close()
     assert value == []
+
+
+def test_nothing_an_answer_carries_runs_while_it_is_packed(tmp_path):
+    """A plain tensor may carry attributes of the student's: they stay behind, and their
+    pickling (which could fill the tensor with a library's answer) never runs."""
+    from graders.client import WorkerClient
+
+    target = tmp_path / "submission"
+    target.mkdir()
+    (target / "probe.py").write_text(
+        textwrap.dedent("""
+        import torch
+
+        class Filler:
+            def __init__(self, tensor):
+                self.tensor = tensor
+
+            def __reduce_ex__(self, protocol):
+                self.tensor.fill_(7.0)
+                return (int, ())
+
+        def carries():
+            out = torch.zeros(3)
+            out.filler = Filler(out)
+            return out
+        """)
+    )
+    client = WorkerClient(target)
+    try:
+        value, _ = client.call("probe.carries", [], {}, 60)
+    finally:
+        client.close()
+    assert type(value) is torch.Tensor and value.tolist() == [0.0, 0.0, 0.0]
+    assert not hasattr(value, "filler")
