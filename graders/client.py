@@ -11,7 +11,7 @@ for the next call (a worker that died itself is replaced by a new one). A studen
 (``sys.exit`` included) is just an answer; the lesson process goes on.
 
 While a call runs, the worker may ask questions: the proxies of the graded function's
-dependencies (graders/worker.py) send their inputs, and graders/secret/dependencies.py answers them
+dependencies (graders/worker/proxies.py) send their inputs, and graders/secret/dependencies.py answers them
 here, for that function's dependencies only.
 
 Isolation without a sandbox. The worker runs in its own session and process group with
@@ -21,12 +21,12 @@ its output drained and capped by the checker. Before any student code it sets RL
 by default), RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE=0 (RLIMIT_NPROC too when not root),
 asks to die with its parent, turns off dumpability and new privileges, and drops every
 capability (so a worker started as root cannot raise its limits again). Whatever it returns
-is read as a pickle that may name no class or function (``decode`` in graders/worker.py) and
+is read as a pickle that may name no class or function (``decode`` in graders/worker/protocol.py) and
 validated in the checker; the tensors a call is given live in memory the checker maps itself
 (graders/shared.py), so it sees what the call did to them.
 
 The checker bounds itself as well. It reads an answer only if its pickled structure has at
-most MAX_OPERATIONS operations (graders/worker.py), and keeps it only if it has at most
+most MAX_OPERATIONS operations (graders/worker/protocol.py), and keeps it only if it has at most
 MAX_PARTS parts and MAX_TEXT characters, every shared part counted each time it is reached,
 so comparing and describing it costs what its size says; a proxy's question gets no more
 time than the call that asks it; and while it grades, the checker's data segment may grow at most
@@ -59,7 +59,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from . import worker as protocol
 from .checking import CheckFailed, GraderUnavailable, describe
 from .hints import (
     CRASHED,
@@ -73,8 +72,10 @@ from .hints import (
 )
 from .sandbox import worker_command
 from .shared import SharedTensors
+from .worker import limits, protocol
+from .worker.scenarios import OPTIMIZING_SCENARIOS
 
-DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
+DEFAULT_MEMORY = limits.MEMORY  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
 MAX_ANSWER = 256 << 20  # bytes of one answer
 # An answer as the checker reads it, every shared part counted each time it is reached.
@@ -134,7 +135,7 @@ def _failed(detail: str, hint: str) -> CheckFailed:
 class _Process:
     """One worker: the process that forks lessons, the current lesson's socket, the buffers.
 
-    The worker (graders/worker.py, ``serve_lessons``) listens on a control socket; every
+    The worker (graders/worker/serving.py, ``serve_lessons``) listens on a control socket; every
     ``fork`` gives a fresh lesson process and its own socket, passed back over the control
     socket. Requests and answers travel on the lesson's socket; the student's prints on the
     worker's standard error.
@@ -473,7 +474,7 @@ def _environment(workdir: str) -> dict[str, str]:
 
 # The provided package (gpt/) beside graders/, in a checkout and in a release alike: the worker
 # imports it for the lesson modules that use it (tokens: gpt.vocab).
-PROVIDED = Path(protocol.__file__).resolve().parents[1] / "gpt"
+PROVIDED = Path(protocol.__file__).resolve().parents[2] / "gpt"
 
 
 # Unsandboxed, the workers of a finished grading run wait for the next run in this process
@@ -517,7 +518,7 @@ class WorkerClient:
         self.memory = memory
         self.startup_timeout = startup_timeout
         # Read once, before any student code runs: rewriting the file later changes nothing.
-        self._source = Path(protocol.__file__).read_bytes()
+        self._source = protocol.bundle()
         self._answers = _dependency_answers()
         self._proc: _Process | None = None
         self._spare: _Process | None = None
@@ -745,7 +746,7 @@ class WorkerClient:
     def scenario(
         self, name: str, function: str, config: dict, timeout: float, rule: dict | None = None
     ) -> Any:
-        self._prepare(dynamo=rule is not None or name in protocol.OPTIMIZING_SCENARIOS)
+        self._prepare(dynamo=rule is not None or name in OPTIMIZING_SCENARIOS)
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {
@@ -809,7 +810,7 @@ def _dependency_answers() -> Any:
 
 
 def unpack(packed: Any, what: str) -> Any:
-    """A packed value (see graders/worker.py) as plain data, or CheckFailed."""
+    """A packed value (see graders/worker/protocol.py) as plain data, or CheckFailed."""
     if not isinstance(packed, dict):
         raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
     given = packed.get("type")

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .worker import DTYPES, SHARED
+from .worker.protocol import DTYPES, SHARED
 
 PAGE = mmap.ALLOCATIONGRANULARITY  # each tensor starts on a page of its own
 

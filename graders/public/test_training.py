@@ -1,6 +1,6 @@
 """Lesson 8, The training loop: public checks.
 
-train_step, evaluate and fit run in the worker on a tiny model (graders.worker.ToyLM) built
+train_step, evaluate and fit run in the worker on a tiny model (graders.worker.scenarios.ToyLM) built
 from a seed; the oracles run the same scenario with trusted implementations (and with the
 classic mistakes) to know the right answer and to recognise wrong ones.
 """
