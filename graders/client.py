@@ -11,8 +11,8 @@ for the next call (a worker that died itself is replaced by a new one). A studen
 (``sys.exit`` included) is just an answer; the lesson process goes on.
 
 While a call runs, the worker may ask questions: the proxies of the graded function's
-dependencies (graders/worker/proxies.py) send their inputs, and graders/secret/dependencies.py answers them
-here, for that function's dependencies only.
+dependencies (graders/worker/proxies.py) send their inputs, and graders/secret/dependencies.py
+answers them here, for that function's dependencies only.
 
 Isolation without a sandbox. The worker runs in its own session and process group with
 ``python -I`` (no PYTHON* variables, no user site, no script directory on ``sys.path``), in an
@@ -21,9 +21,9 @@ its output drained and capped by the checker. Before any student code it sets RL
 by default), RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE=0 (RLIMIT_NPROC too when not root),
 asks to die with its parent, turns off dumpability and new privileges, and drops every
 capability (so a worker started as root cannot raise its limits again). Whatever it returns
-is read as a pickle that may name no class or function (``decode`` in graders/worker/protocol.py) and
-validated in the checker; the tensors a call is given live in memory the checker maps itself
-(graders/shared.py), so it sees what the call did to them.
+is read as a pickle that may name no class or function (``decode`` in
+graders/worker/protocol.py) and validated in the checker; the tensors a call is given live in
+memory the checker maps itself (graders/shared.py), so it sees what the call did to them.
 
 The checker bounds itself as well. It reads an answer only if its pickled structure has at
 most MAX_OPERATIONS operations (graders/worker/protocol.py), and keeps it only if it has at most

@@ -126,7 +126,8 @@ class Student:
         raise CheckFailed(f"{function} returned {describe(value)} instead of raising")
 
     def scenario(self, name: str, function: str | None = None, **config: Any) -> Any:
-        """A trusted scenario (graders/worker/scenarios.py) around ``function`` (default: the check's)."""
+        """A trusted scenario (graders/worker/scenarios.py) around ``function`` (default: the
+        check's)."""
         function = function or self.check.function
         target = f"{self.module}.{function}"
         return self._guard(

@@ -123,9 +123,9 @@ def _sandbox_command(
     * Limits (``prlimit``, hard, per process; SandboxLimits): address space 4 GiB (or the
       worker's --memory if larger), CPU time 3600 s, 64 processes and threads for the sandbox's
       user, 64 MiB per file written, 256 open files, no core dumps, no POSIX message queues. The
-      worker then lowers its own (graders/worker/hardening.py). Output: the checker drains the worker's
-      output and fails a call that prints more than 8 MiB (graders/client.py); files are capped
-      by the file-size limit and the 256 MiB of /tmp.
+      worker then lowers its own (graders/worker/hardening.py). Output: the checker drains the
+      worker's output and fails a call that prints more than 8 MiB (graders/client.py); files
+      are capped by the file-size limit and the 256 MiB of /tmp.
 
     Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
     a kernel exploit would escape; where no cgroup can be had (cgroup v1, no systemd, no user

@@ -87,8 +87,8 @@ class SharedTensors:
         try:
             import fcntl
 
-            seals = fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL  # type: ignore[attr-defined]
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)  # type: ignore[attr-defined]
+            seals = fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
         except (ImportError, AttributeError, OSError):
             pass
 

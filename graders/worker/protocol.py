@@ -136,22 +136,24 @@ def plain(value: Any, depth: int = 0, memo: dict | None = None) -> Any:
     if depth > DEEPEST:
         raise NotPlain(f"nested more than {DEEPEST} deep")
     if kind is Tensor:
-        memo[key] = copy = _tensor_copy(value)
-        return copy
+        memo[key] = tensor = _tensor_copy(value)
+        return tensor
     if kind is list:
-        memo[key] = copy = []
-        copy.extend(plain(item, depth + 1, memo) for item in list.__iter__(value))
-        return copy
+        items: list = []
+        memo[key] = items
+        items.extend(plain(item, depth + 1, memo) for item in list.__iter__(value))
+        return items
     if kind is dict:
-        memo[key] = copy = {}
+        table: dict = {}
+        memo[key] = table
         for k, item in _dict_items(value):
             if type(k) is Tensor:
                 raise NotPlain("a dict with tensors for keys is not plain data")
-            copy[plain(k, depth + 1, memo)] = plain(item, depth + 1, memo)
-        return copy
+            table[plain(k, depth + 1, memo)] = plain(item, depth + 1, memo)
+        return table
     if kind is tuple or kind is torch.Size:
-        memo[key] = copy = tuple(plain(item, depth + 1, memo) for item in _tuple_iter(value))
-        return copy
+        memo[key] = parts = tuple(plain(item, depth + 1, memo) for item in _tuple_iter(value))
+        return parts
     raise NotPlain(f"a {type_name(value)} is not plain data")
 
 
