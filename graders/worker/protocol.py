@@ -10,11 +10,13 @@ of this package's sources.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
 import pickle
 import struct
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +117,10 @@ _reshape, _view, _numpy = _TB.reshape, _TB.view, _TB.numpy
 _dict_items, _tuple_iter = dict.items, tuple.__iter__
 _Pickler, _Unpickler = pickle.Pickler, pickle.Unpickler
 ATOM_IDS = frozenset(id(kind) for kind in ATOMS)
+_setprofile, _settrace = sys.setprofile, sys.settrace
+_gc_isenabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def type_name(value: Any) -> str:
@@ -243,12 +249,23 @@ def too_many_operations(payload: bytes) -> bool:
 
 
 def pack(value: Any) -> dict:
-    """A value as a separately decodable payload, or why it could not be sent."""
+    """A value as a separately decodable payload, or why it could not be sent. Nothing of the
+    student's runs meanwhile: no profile or trace hook (they stay off), no finalizer of the
+    garbage collector's, no torch mode left on (the value is then refused)."""
     kind = type_name(value)
+    _setprofile(None)
+    _settrace(None)
+    collecting = _gc_isenabled()
+    _gc_disable()
     try:
+        if _function_modes() or _dispatch_modes():
+            raise NotPlain("a torch mode that the student's code pushed is still on")
         return {"type": kind, "payload": encode(value), "error": None}
     except (NotPlain, RecursionError, MemoryError, ValueError, pickle.PicklingError) as error:
         return {"type": kind, "payload": None, "error": _safe_str(error)}
+    finally:
+        if collecting:
+            _gc_enable()
 
 
 class TooLarge(ValueError):

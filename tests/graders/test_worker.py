@@ -351,3 +351,49 @@ def test_nothing_an_answer_carries_runs_while_it_is_packed(tmp_path):
         client.close()
     assert type(value) is torch.Tensor and value.tolist() == [0.0, 0.0, 0.0]
     assert not hasattr(value, "filler")
+
+
+LEFT_ON = """
+import sys
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+class Sevens(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out.fill_(7.0) if isinstance(out, torch.Tensor) and out.is_floating_point() else out
+
+def hook(frame, event, arg):  # fills the tensors the worker's packing code holds
+    if frame.f_code.co_name in ("plain", "_tensor_copy", "encode"):
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                value.data.fill_(7.0)
+
+def mode_left_on():
+    Sevens().__enter__()
+    return torch.zeros(3)
+
+def profile_left_on():
+    out = torch.zeros(3)
+    sys.setprofile(hook)
+    return out
+"""
+
+
+@pytest.mark.parametrize("function", ["mode_left_on", "profile_left_on"])
+def test_nothing_the_student_left_on_runs_while_the_answer_is_packed(tmp_path, function):
+    from graders.checking import CheckFailed
+    from graders.client import WorkerClient
+
+    target = tmp_path / "submission"
+    target.mkdir()
+    (target / "probe.py").write_text(LEFT_ON)
+    client = WorkerClient(target)
+    try:
+        value, _ = client.call(f"probe.{function}", [], {}, 60)
+    except CheckFailed as failure:  # the mode: the answer is refused
+        assert function == "mode_left_on" and "still on" in failure.detail
+    else:
+        assert function == "profile_left_on" and value.tolist() == [0.0, 0.0, 0.0]
+    finally:
+        client.close()
