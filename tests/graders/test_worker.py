@@ -33,8 +33,9 @@ _CLEAN = {}
 
 def _worker_globals():
     for _module in list(_sys.modules.values()):
-        if hasattr(_module, "strip") and hasattr(_module, "SCENARIOS"):
-            return vars(_module)
+        _names = getattr(_module, "__dict__", {})
+        if "strip" in _names and "SCENARIOS" in _names:
+            return _names
     for _obj in _gc.get_objects():
         if type(_obj) is dict and "strip" in _obj and "SCENARIOS" in _obj:
             return _obj
