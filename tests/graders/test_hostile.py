@@ -167,7 +167,7 @@ HOSTILE = {
             tree = Path(GRADER_TREE)
             for test in list(tree.glob("graders/*/test_*.py")):
                 test.write_text("def test_nothing():\\n    pass\\n")
-            (tree / "graders" / "worker.py").write_text("raise SystemExit(0)\\n")
+            (tree / "graders" / "worker" / "serving.py").write_text("raise SystemExit(0)\\n")
             (tree / "graders" / "secret" / "trusted.py").write_text("raise SystemExit(0)\\n")
             (tree / "graders" / "secret" / "oracles.py").write_text("raise SystemExit(0)\\n")
             (tree / "course" / "lessons.toml").write_text("garbage")
