@@ -92,7 +92,7 @@ REFUSED_SYSCALLS = (
 
 
 def refuse_syscalls() -> bool:
-    """A seccomp filter (built with libseccomp, through ctypes: this file imports only the
+    """A seccomp filter (built with libseccomp, through ctypes: the worker imports only the
     standard library and torch) that fails REFUSED_SYSCALLS with EPERM in this process and
     anything it could start, for good. False where libseccomp is not there (not Linux)."""
     import ctypes
@@ -122,7 +122,7 @@ def refuse_syscalls() -> bool:
 
 
 def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: this process ends with its parent (Linux). This file runs standalone,
+    """PR_SET_PDEATHSIG: this process ends with its parent (Linux). The worker runs standalone,
     so it keeps its own copy of core.cli.die_with_parent."""
     if sys.platform.startswith("linux"):
         import ctypes
