@@ -1,7 +1,7 @@
 """What grader tests use to judge a student's answer: validation, comparison, diagnosis.
 
 Everything a student's function returns reaches the checker as plain data (see
-graders/worker.py). A test validates it here, in the checker's own torch, and fails with
+graders/worker/protocol.py). A test validates it here, in the checker's own torch, and fails with
 ``CheckFailed``: a ``detail`` (what was wrong, shown for public checks only) and optionally
 the key of a diagnosed ``mistake`` from the check's ``[lesson.check.mistakes]`` table in
 course/lessons.toml, whose text becomes the hint. Name a mistake only when the answer shows it

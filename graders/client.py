@@ -11,8 +11,8 @@ for the next call (a worker that died itself is replaced by a new one). A studen
 (``sys.exit`` included) is just an answer; the lesson process goes on.
 
 While a call runs, the worker may ask questions: the proxies of the graded function's
-dependencies (graders/worker.py) send their inputs, and graders/secret/dependencies.py answers them
-here, for that function's dependencies only.
+dependencies (graders/worker/proxies.py) send their inputs, and graders/secret/dependencies.py
+answers them here, for that function's dependencies only.
 
 Isolation without a sandbox. The worker runs in its own session and process group with
 ``python -I`` (no PYTHON* variables, no user site, no script directory on ``sys.path``), in an
@@ -21,10 +21,12 @@ its output drained and capped by the checker. Before any student code it sets RL
 by default), RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE=0 (RLIMIT_NPROC too when not root),
 asks to die with its parent, turns off dumpability and new privileges, and drops every
 capability (so a worker started as root cannot raise its limits again). Whatever it returns
-is read with ``torch.load(weights_only=True)`` and validated in the checker.
+is read as a pickle that may name no class or function (``decode`` in
+graders/worker/protocol.py) and validated in the checker; the tensors a call is given live in
+memory the checker maps itself (graders/shared.py), so it sees what the call did to them.
 
 The checker bounds itself as well. It reads an answer only if its pickled structure has at
-most MAX_OPERATIONS operations (graders/worker.py), and keeps it only if it has at most
+most MAX_OPERATIONS operations (graders/worker/protocol.py), and keeps it only if it has at most
 MAX_PARTS parts and MAX_TEXT characters, every shared part counted each time it is reached,
 so comparing and describing it costs what its size says; a proxy's question gets no more
 time than the call that asks it; and while it grades, the checker's data segment may grow at most
@@ -57,8 +59,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from . import worker as protocol
-from .checking import CheckFailed, GraderUnavailable, describe, same
+from .checking import CheckFailed, GraderUnavailable, describe
 from .hints import (
     CRASHED,
     EXITED,
@@ -70,9 +71,12 @@ from .hints import (
     TOO_MUCH_OUTPUT,
 )
 from .sandbox import worker_command
+from .shared import SharedTensors
+from .worker import limits, protocol
+from .worker.scenarios import OPTIMIZING_SCENARIOS
 from .worker_user import user_prefix
 
-DEFAULT_MEMORY = 4 << 30  # bytes of address space for the worker
+DEFAULT_MEMORY = limits.MEMORY  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
 MAX_ANSWER = 256 << 20  # bytes of one answer
 # An answer as the checker reads it, every shared part counted each time it is reached.
@@ -134,7 +138,7 @@ def _failed(detail: str, hint: str) -> CheckFailed:
 class _Process:
     """One worker: the process that forks lessons, the current lesson's socket, the buffers.
 
-    The worker (graders/worker.py, ``serve_lessons``) listens on a control socket; every
+    The worker (graders/worker/serving.py, ``serve_lessons``) listens on a control socket; every
     ``fork`` gives a fresh lesson process and its own socket, passed back over the control
     socket. Requests and answers travel on the lesson's socket; the student's prints on the
     worker's standard error.
@@ -318,9 +322,16 @@ class _Process:
         del self.tail[:-TAIL]
 
     def exchange(
-        self, payload: bytes, timeout: float, *, what: str, limit: float | None = None
+        self,
+        payload: bytes,
+        timeout: float,
+        *,
+        what: str,
+        limit: float | None = None,
+        fds: tuple[int, ...] = (),
     ) -> Any:
-        """Send one frame (if any), read one answer frame, within ``timeout`` seconds.
+        """Send one frame (if any, with ``fds`` on its first byte), read one answer frame,
+        within ``timeout`` seconds.
 
         Any failure kills the process and raises CheckFailed with the harness's hint, which
         names ``limit`` (the check's own limit, where ``timeout`` is what was left of it).
@@ -329,7 +340,7 @@ class _Process:
         channel = self.channel
         if payload:
             self.pending += protocol.FRAME.pack(len(payload)) + payload
-        if not self.pending:  # a frame that came with the one before it (a call's "ran")
+        if not self.pending:  # a frame that came with the one before it
             answer = self._take_frame(what)
             if answer is not None:
                 return answer
@@ -365,7 +376,11 @@ class _Process:
                         continue
                     if mask & selectors.EVENT_WRITE and self.pending:
                         try:
-                            sent = channel.send(self.pending[: 1 << 20])
+                            if fds:  # with the frame's first byte, once
+                                sent = socket.send_fds(channel, [self.pending[: 1 << 20]], fds)
+                                fds = ()
+                            else:
+                                sent = channel.send(self.pending[: 1 << 20])
                         except BlockingIOError:
                             sent = 0
                         except OSError:  # BrokenPipeError: it is gone
@@ -462,7 +477,7 @@ def _environment(workdir: str) -> dict[str, str]:
 
 # The provided package (gpt/) beside graders/, in a checkout and in a release alike: the worker
 # imports it for the lesson modules that use it (tokens: gpt.vocab).
-PROVIDED = Path(protocol.__file__).resolve().parents[1] / "gpt"
+PROVIDED = Path(protocol.__file__).resolve().parents[2] / "gpt"
 
 
 # Unsandboxed, the workers of a finished grading run wait for the next run in this process
@@ -506,7 +521,7 @@ class WorkerClient:
         self.memory = memory
         self.startup_timeout = startup_timeout
         # Read once, before any student code runs: rewriting the file later changes nothing.
-        self._source = Path(protocol.__file__).read_bytes()
+        self._source = protocol.bundle()
         self._answers = _dependency_answers()
         self._proc: _Process | None = None
         self._spare: _Process | None = None
@@ -610,42 +625,32 @@ class WorkerClient:
         *,
         what: str,
         function: str | None = None,
-        runs: int = 1,
+        fds: tuple[int, ...] = (),
     ) -> dict:
         """One request; harness failures raise CheckFailed, the student's errors StudentError.
 
         While it runs, the proxies of ``function``'s dependencies may ask questions; they are
         answered here, on a clock of their own (the function's limit does not run meanwhile).
-        ``runs``: how many times the worker runs the function (a call runs it twice, and says
-        ``{"ran": 1}`` in between); each run has ``timeout`` of its own, so a function that
-        never returns costs one limit, not the limit of every run it would have had."""
+        The limit is the checker's: one ``timeout`` for the function's own time, whatever the
+        lesson process writes on its socket (anything but a question or the answer fails)."""
         proc = self._ready()
         proc.lesson_used = True
         if self._answers is not None:
             self._answers.allow(function)
-        # Two clocks: the function's own time (``timeout`` per run), and the checker's time
-        # answering its questions (``timeout`` per run in all). The checker's part never counts
-        # against the function, so a slow or busy checker cannot make a correct function miss
-        # its limit. A forged "ran" gains nothing: there is one per extra run, as many as a
-        # function that ran each time within its limit would have had anyway.
-        run_started, answering, runs_left = time.monotonic(), 0.0, runs - 1
+        # Two clocks: the function's own time (``timeout``), and the checker's time answering
+        # its questions (``timeout`` in all). The checker's part never counts against the
+        # function, so a slow or busy checker cannot make a correct function miss its limit.
+        started, answering = time.monotonic(), 0.0
         try:
-            answer = proc.exchange(protocol.encode(message), timeout, what=what)
-            while isinstance(answer, dict):
-                if "ask" in answer:
-                    asked = time.monotonic()
-                    reply = self._reply(answer, asked + max(runs * timeout - answering, 0.001))
-                    spent = time.monotonic() - asked
-                    answering += spent
-                    run_started += spent
-                    payload = protocol.encode(reply)
-                elif answer.get("ran") == 1 and runs_left > 0 and len(answer) == 1:
-                    runs_left -= 1
-                    run_started, payload = time.monotonic(), b""
-                else:
-                    break
-                remaining = max(run_started + timeout - time.monotonic(), 0.001)
-                answer = proc.exchange(payload, remaining, what=what, limit=timeout)
+            answer = proc.exchange(protocol.encode(message), timeout, what=what, fds=fds)
+            while isinstance(answer, dict) and "ask" in answer:
+                asked = time.monotonic()
+                reply = self._reply(answer, asked + max(timeout - answering, 0.001))
+                spent = time.monotonic() - asked
+                answering += spent
+                started += spent
+                remaining = max(started + timeout - time.monotonic(), 0.001)
+                answer = proc.exchange(protocol.encode(reply), remaining, what=what, limit=timeout)
         finally:
             if self._answers is not None:
                 self._answers.allow(None)
@@ -712,43 +717,40 @@ class WorkerClient:
         """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after).
         ``rule``: a "by hand" rule's operations, which the worker watches during the call.
 
-        The worker calls the function twice on the same objects; a second answer that is not
-        the first fails the call (IN_PLACE): that a call left its inputs as they were is then
-        the checker's finding, not only the student's process's report of them."""
+        The tensors among the inputs live in a file the checker made and maps itself
+        (graders/shared.py): a call that changed one in place fails (IN_PLACE) on what the
+        checker reads back, not on the lesson process's report of its inputs."""
         self._prepare(dynamo=rule is not None)
         self.ensure_module(function.partition(".")[0], timeout)
-        answer = self.request(
-            {
-                "op": "call",
-                "function": function,
-                "args": args,
-                "kwargs": kwargs,
-                "return_inputs": True,
-                "proxies": self._proxies(function),
-                "rule": rule,
-            },
-            timeout,
-            what=_name(function),
-            function=function,
-            runs=2,  # the second time on the inputs the first call left
-        )
+        with SharedTensors([args, kwargs]) as shared:
+            answer = self.request(
+                {
+                    "op": "call",
+                    "function": function,
+                    "args": shared.sent[0],
+                    "kwargs": shared.sent[1],
+                    "shared": shared.table,
+                    "proxies": self._proxies(function),
+                    "rule": rule,
+                },
+                timeout,
+                what=_name(function),
+                function=function,
+                fds=shared.fds,
+            )
+            changed = shared.changed()
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))
         value = unpack(answer.get("value"), _name(function))
+        if changed:
+            raise _failed(f"{_name(function)} changed its input in place", IN_PLACE)
         inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
-        again = unpack(answer.get("again"), _name(function))
-        if not same(again, value, rtol=0.0, atol=0.0):
-            raise _failed(
-                f"{_name(function)} answered differently when called again on the same inputs: "
-                "it changed them in place (or keeps something between calls)",
-                IN_PLACE,
-            )
         return value, inputs
 
     def scenario(
         self, name: str, function: str, config: dict, timeout: float, rule: dict | None = None
     ) -> Any:
-        self._prepare(dynamo=rule is not None or name in protocol.OPTIMIZING_SCENARIOS)
+        self._prepare(dynamo=rule is not None or name in OPTIMIZING_SCENARIOS)
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {
@@ -812,7 +814,7 @@ def _dependency_answers() -> Any:
 
 
 def unpack(packed: Any, what: str) -> Any:
-    """A packed value (see graders/worker.py) as plain data, or CheckFailed."""
+    """A packed value (see graders/worker/protocol.py) as plain data, or CheckFailed."""
     if not isinstance(packed, dict):
         raise _failed(f"{what}: the worker's answer was malformed", NOT_PLAIN)
     given = packed.get("type")

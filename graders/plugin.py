@@ -30,7 +30,7 @@ from .client import StudentError, WorkerClient, WorkerUnavailable
 from .hints import ERROR_PATH, IN_PLACE
 from .report import Report
 from .rules import Breach, Package
-from .worker import GENERATOR
+from .worker.protocol import GENERATOR
 
 NOT_RUN = "not run (module failed to import)"
 
@@ -124,7 +124,8 @@ class Student:
         raise CheckFailed(f"{function} returned {describe(value)} instead of raising")
 
     def scenario(self, name: str, function: str | None = None, **config: Any) -> Any:
-        """A trusted scenario (graders/worker.py) around ``function`` (default: the check's)."""
+        """A trusted scenario (graders/worker/scenarios.py) around ``function`` (default: the
+        check's)."""
         function = function or self.check.function
         target = f"{self.module}.{function}"
         return self._guard(

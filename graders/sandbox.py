@@ -25,6 +25,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .worker import limits
+
 
 def worker_command(base_cmd: list[str], target: Path, *, sandbox: bool) -> list[str]:
     """The command that starts a grading worker for ``target``.
@@ -47,14 +49,15 @@ def worker_command(base_cmd: list[str], target: Path, *, sandbox: bool) -> list[
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Hard limits of a sandboxed worker (prlimit inside the sandbox; the worker may go lower)."""
+    """Hard limits of a sandboxed worker (prlimit inside the sandbox; the worker may go lower),
+    from the one table of them (graders/worker/limits.py); the copy limits are the sandbox's."""
 
-    address_space: int = 4 << 30  # bytes (RLIMIT_AS); raised to the worker's --memory if higher
-    cpu_seconds: int = 3600  # RLIMIT_CPU of each process: a backstop, the checker times calls
-    processes: int = 64  # RLIMIT_NPROC: processes and threads of the sandbox's own user
-    file_size: int = 64 << 20  # bytes (RLIMIT_FSIZE): no file written may grow beyond this
-    open_files: int = 256  # RLIMIT_NOFILE
-    scratch: int = 256 << 20  # bytes of the private /tmp (a tmpfs: counts as memory)
+    address_space: int = limits.MEMORY  # RLIMIT_AS; raised to the worker's --memory if higher
+    cpu_seconds: int = limits.CPU_SECONDS  # RLIMIT_CPU of each process
+    processes: int = limits.SANDBOX_PROCESSES  # RLIMIT_NPROC: the sandbox's own user's
+    file_size: int = limits.FILE_SIZE  # bytes (RLIMIT_FSIZE)
+    open_files: int = limits.OPEN_FILES  # RLIMIT_NOFILE
+    scratch: int = limits.SCRATCH  # bytes of the private /tmp (a tmpfs: counts as memory)
     copy_file: int = 16 << 20  # target files larger than this are not copied in
     copy_total: int = 64 << 20  # nor more than this in all
 
@@ -120,9 +123,9 @@ def _sandbox_command(
     * Limits (``prlimit``, hard, per process; SandboxLimits): address space 4 GiB (or the
       worker's --memory if larger), CPU time 3600 s, 64 processes and threads for the sandbox's
       user, 64 MiB per file written, 256 open files, no core dumps, no POSIX message queues. The
-      worker then lowers its own (graders/worker.py). Output: the checker drains the worker's
-      output and fails a call that prints more than 8 MiB (graders/client.py); files are capped
-      by the file-size limit and the 256 MiB of /tmp.
+      worker then lowers its own (graders/worker/hardening.py). Output: the checker drains the
+      worker's output and fails a call that prints more than 8 MiB (graders/client.py); files
+      are capped by the file-size limit and the 256 MiB of /tmp.
 
     Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
     a kernel exploit would escape; where no cgroup can be had (cgroup v1, no systemd, no user

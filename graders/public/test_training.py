@@ -1,8 +1,9 @@
 """Lesson 8, The training loop: public checks.
 
-train_step, evaluate and fit run in the worker on a tiny model (graders.worker.ToyLM) built
-from a seed; the oracles run the same scenario with trusted implementations (and with the
-classic mistakes) to know the right answer and to recognise wrong ones.
+train_step, evaluate and fit run in the worker on a tiny model
+(graders.worker.scenarios.ToyLM) built from a seed; the oracles run the same scenario with
+trusted implementations (and with the classic mistakes) to know the right answer and to
+recognise wrong ones.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The checker's answers to the worker's proxies: a graded function's dependencies, computed here.
 
 While the worker grades ``lm_loss``, the student's module sees a proxy for ``cross_entropy``
-(graders/worker.py, ``make_proxies``): each call sends its inputs here, and the trusted
+(graders/worker/proxies.py, ``make_proxies``): each call sends its inputs here, and the trusted
 implementation (graders/secret/trusted.py, else the lesson's oracle of that name) answers in
 the checker's process. Only plain data crosses: no trusted code, expected value or rule ever
 enters the student's process. The proxies know no lesson: a model, a generator or an optimizer
@@ -32,17 +32,17 @@ import torch
 from torch import Tensor
 
 from core.manifest import load_manifest
-from graders.worker import (
+from graders.worker.protocol import (
     GENERATOR_STATE,
     MODULE,
     OPTIMIZER,
     TABLE,
     TooLarge,
-    ToyLM,
     decode,
     parts_of,
     too_many_operations,
 )
+from graders.worker.scenarios import ToyLM
 
 from . import oracles, trusted
 
@@ -168,7 +168,7 @@ def _decoded_table(encoded: bytes) -> dict:
 
 
 class _Revived:
-    """A question's markers (graders/worker.py) as the objects they stand for, and what the
+    """A question's markers (graders/worker/protocol.py) as the objects they stand for, and what the
     trusted code does to them, as the effects the worker repeats on the caller's objects."""
 
     def __init__(self, tables: dict[int, dict]) -> None:

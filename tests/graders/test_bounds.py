@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from graders.checking import CheckFailed, expect_equal, summary
-from graders.worker import TABLE, encode
+from graders.worker.protocol import TABLE, encode
 
 
 def test_a_value_of_shared_parts_is_summarised_in_bounded_time_and_size():
@@ -150,7 +150,7 @@ def test_terminal_sequences_in_a_students_message_reach_neither_console_nor_repo
 )
 def test_an_answer_too_large_to_check_fails_in_seconds(answer):
     from graders.client import unpack
-    from graders.worker import pack
+    from graders.worker.protocol import pack
 
     packed = pack(answer)
     start = time.process_time()

@@ -1,8 +1,8 @@
 """What the checker believes about a call comes from what it verifies itself (issue 18).
 
 A function that changes its input in place and then alters what the worker reports of its
-inputs loses the points anyway: the worker calls it a second time on the very same objects,
-and the checker compares that answer with the first.
+inputs loses the points anyway: the tensors it was given live in memory the checker maps, and
+the checker reads them back itself after the call (issue 33).
 """
 
 from __future__ import annotations
@@ -18,18 +18,19 @@ pytestmark = pytest.mark.slow
 # a clean copy of the table as the inputs the call left.
 MUTATES_AND_FAKES = """
     def lookup(table, ids):
-        import sys
+        import gc
         out = table[ids].clone()
         clean = table.clone()
         table.add_(1.0)
-        worker = sys.modules["grader_worker"]
-        real = worker.strip
-        def report(obj):
-            shown = real(obj)
-            if isinstance(shown, list) and shown and shown[0] is table:
-                shown[0] = clean
-            return shown
-        worker.strip = report
+        for worker in gc.get_objects():  # the worker's globals, wherever they are
+            if type(worker) is dict and "strip" in worker and "SCENARIOS" in worker:
+                real = worker["strip"]
+                def report(obj, real=real):
+                    shown = real(obj)
+                    if isinstance(shown, list) and shown and obj[0] is table:
+                        shown[0] = clean
+                    return shown
+                worker["strip"] = report
         return out
 """
 
@@ -51,4 +52,4 @@ def test_a_function_that_changes_its_input_and_fakes_the_report_loses_its_points
     # (the gradient check's table requires grad, so there the change itself raises)
     called = [c for c in checks if " raised " not in c["detail"]]
     assert called and all(c["hint"] == IN_PLACE for c in called), [c["hint"] for c in called]
-    assert all("called again on the same inputs" in c["detail"] for c in called), called
+    assert all("changed its input in place" in c["detail"] for c in called), called

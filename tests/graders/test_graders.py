@@ -91,6 +91,8 @@ def test_report_schema_and_file(solutions_report):
             "points",
             "max_points",
             "import_error",
+            "graded",
+            "fingerprint",
             "flagged",
             "checks",
         }

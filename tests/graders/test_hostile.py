@@ -68,14 +68,13 @@ HOSTILE = {
     """,
         "plain data",
     ),
-    "nearest": (  # the right answer, after telling the checker a run ended that had not
+    "nearest": (  # the right answer, after a frame of its own on the lesson's socket
         "embeddings",
         """
         def nearest(table, index, k):
-            import io, os, stat, struct
-            buffer = io.BytesIO()
-            torch.save({"ran": 1}, buffer)  # a frame as the worker frames its messages
-            frame = struct.pack(">Q", len(buffer.getvalue())) + buffer.getvalue()
+            import os, pickle, stat, struct
+            saved = pickle.dumps({"ran": 1}, protocol=4)  # as the worker frames its messages
+            frame = struct.pack(">Q", len(saved)) + saved
             for fd in range(3, 256):
                 try:
                     if stat.S_ISSOCK(os.fstat(fd).st_mode):
@@ -168,7 +167,7 @@ HOSTILE = {
             tree = Path(GRADER_TREE)
             for test in list(tree.glob("graders/*/test_*.py")):
                 test.write_text("def test_nothing():\\n    pass\\n")
-            (tree / "graders" / "worker.py").write_text("raise SystemExit(0)\\n")
+            (tree / "graders" / "worker" / "serving.py").write_text("raise SystemExit(0)\\n")
             (tree / "graders" / "secret" / "trusted.py").write_text("raise SystemExit(0)\\n")
             (tree / "graders" / "secret" / "oracles.py").write_text("raise SystemExit(0)\\n")
             (tree / "course" / "lessons.toml").write_text("garbage")

@@ -1,6 +1,6 @@
 """The worker's proxies know no lesson: a model, a generator, an optimizer, an iterator, a
 large table or a Dataset class crosses by its type, and the caller's own objects end as the
-trusted implementation left the checker's copies (graders/worker.py, graders/secret/
+trusted implementation left the checker's copies (graders/worker/proxies.py, graders/secret/
 dependencies.py). Here the checker answers in this process, through the same plain-data
 encoding as the socket."""
 
@@ -10,9 +10,10 @@ import pytest
 import torch
 from torch.utils.data import Dataset
 
-from graders import worker
 from graders.secret import trusted
 from graders.secret.dependencies import Answers, Refused
+from graders.worker import protocol, scenarios
+from graders.worker.proxies import DependencyRefused, make_proxies
 
 
 @pytest.fixture
@@ -21,12 +22,12 @@ def answered() -> tuple[Answers, dict]:
 
     def ask(name: str, question: object) -> object:
         try:
-            value = answers.answer(name, worker.decode(worker.encode(question)))
+            value = answers.answer(name, protocol.decode(protocol.encode(question)))
         except Refused as refusal:
-            raise worker.DependencyRefused(str(refusal)) from None
-        return worker.decode(worker.encode(value))
+            raise DependencyRefused(str(refusal)) from None
+        return protocol.decode(protocol.encode(value))
 
-    return answers, worker.make_proxies(ask)
+    return answers, make_proxies(ask)
 
 
 def _batch(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,7 +49,7 @@ def test_a_generator_advances_as_the_trusted_draw_advanced_it(answered):
 def test_the_callers_optimizer_takes_the_step_the_trusted_train_step_takes(answered):
     answers, proxies = answered
     answers.allow("training.fit")
-    model, reference = worker.ToyLM(), worker.ToyLM()
+    model, reference = scenarios.ToyLM(), scenarios.ToyLM()
     model.eval()  # the trusted step puts the model in training mode: so must the proxy
     mine = torch.optim.AdamW(model.parameters(), lr=0.1)
     theirs = torch.optim.AdamW(reference.parameters(), lr=0.1)
@@ -63,10 +64,10 @@ def test_the_callers_optimizer_takes_the_step_the_trusted_train_step_takes(answe
 def test_evaluate_reads_an_iterator_once_and_leaves_the_mode_as_it_was(answered):
     answers, proxies = answered
     answers.allow("training.fit")
-    model = worker.ToyLM()
+    model = scenarios.ToyLM()
     model.eval()
     loss = proxies["evaluate"](model, (batch for batch in [_batch(0), _batch(1)]))
-    assert loss == trusted.evaluate(worker.ToyLM(), [_batch(0), _batch(1)])
+    assert loss == trusted.evaluate(scenarios.ToyLM(), [_batch(0), _batch(1)])
     assert not model.training
 
 
@@ -84,14 +85,14 @@ def test_a_large_table_crosses_once_per_request(answered):
     answers.allow("tokens.encode")
     ranks = {bytes([i]): i for i in range(256)}
     ranks |= {bytes([i, j]): 256 + 256 * i + j for i in range(97, 100) for j in range(256)}
-    assert len(ranks) >= worker.TABLE_SIZE
+    assert len(ranks) >= protocol.TABLE_SIZE
     for piece in (b"abc", b"cab", b"ca"):
         assert proxies["bpe_merge"](piece, ranks) == trusted.bpe_merge(piece, ranks)
     assert len(proxies.tables) == len(answers.vocabularies) == 1
     small = {bytes([i]): i for i in range(256)} | {b"ab": 256}
     assert proxies["bpe_merge"](b"abc", small) == [256, 99]  # a small one travels inline
     assert len(answers.vocabularies) == 1
-    with pytest.raises(worker.DependencyRefused, match="too long to merge"):
+    with pytest.raises(DependencyRefused, match="too long to merge"):
         proxies["bpe_merge"](b"a" * 5000, small)
 
 
@@ -120,7 +121,7 @@ def test_a_table_seen_before_is_not_decoded_again(answered, monkeypatch):
     assert len(decoded) == 2 and len(dependencies._DECODED) == 2
     later = Answers()  # the next grading run of this process: nothing decoded again
     later.allow("tokens.encode")
-    later.answer("bpe_merge.table", worker.encode(ranks))
+    later.answer("bpe_merge.table", protocol.encode(ranks))
     assert len(decoded) == 2
 
 
@@ -129,8 +130,8 @@ def test_a_table_seen_before_is_not_decoded_again(answered, monkeypatch):
     [
         ({b"a": 1}, "encoded bytes"),
         (b"not an archive", "not plain data"),
-        (worker.encode([1, 2, 3]), "must be a dict"),
-        (worker.encode({i: i for i in range(1 << 18)}), "too long"),
+        (protocol.encode([1, 2, 3]), "must be a dict"),
+        (protocol.encode({i: i for i in range(1 << 18)}), "too long"),
     ],
 )
 def test_a_table_that_is_no_table_is_refused(question, why, monkeypatch):

@@ -102,7 +102,7 @@ def test_release_ships_by_folder_so_a_new_secret_module_stays_home(tmp_path):
     (graders / "harness_helper.py").write_text("HELP = 1\n")
     lesson = manifest().lesson("objective")
     shipped = set(released_grader_files(lesson, graders))
-    assert "harness_helper.py" in shipped and "worker.py" in shipped
+    assert "harness_helper.py" in shipped and "worker/serving.py" in shipped
     assert "public/test_objective.py" in shipped and "public/test_tokens.py" not in shipped
     assert not {name for name in shipped if name.startswith(("secret/", "hidden/"))}
 

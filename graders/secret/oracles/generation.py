@@ -7,7 +7,7 @@ import functools
 import torch
 from torch import Tensor
 
-from graders import worker
+from graders.worker import scenarios
 
 from .. import trusted
 from . import unknown
@@ -32,7 +32,7 @@ def sample(
     ("argmax-top-1", "own-generator": a generator that was never drawn from)."""
     if mistake not in (None, "argmax-top-1", "own-generator"):
         raise unknown(mistake)
-    result = worker.scenario_sample(trusted.sample_next, logits, temperature, top_k, seed, draws)
+    result = scenarios.scenario_sample(trusted.sample_next, logits, temperature, top_k, seed, draws)
     if mistake is not None:
         fresh = torch.Generator().manual_seed(seed)
         result["next"] = torch.randint(0, 2**30, (4,), generator=fresh)
@@ -75,7 +75,7 @@ def generate(config: dict, mistake: str | None = None) -> Tensor:
     if mistake is not None and mistake not in _GENERATE_MISTAKES:
         raise unknown(mistake)
     flags = {_GENERATE_MISTAKES[mistake]: True} if mistake else {}
-    return worker.scenario_generate(functools.partial(_generate, **flags), **config)["ids"]
+    return scenarios.scenario_generate(functools.partial(_generate, **flags), **config)["ids"]
 
 
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")

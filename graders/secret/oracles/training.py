@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from graders import worker
+from graders.worker import scenarios
 
 from .. import trusted
 from . import unknown
@@ -230,12 +230,12 @@ def train_step_params(config: dict, mistake: str | None = None) -> list[list[Ten
     """The parameters after each step of the train_step scenario."""
     if mistake not in _STEPS:
         raise unknown(mistake)
-    return worker.scenario_train_step(_STEPS[mistake], **config)["params"]
+    return scenarios.scenario_train_step(_STEPS[mistake], **config)["params"]
 
 
 def micro_losses(config: dict) -> list[float]:
     """The loss of each micro-batch of the scenario's first step, before the step."""
-    model = worker.ToyLM(**config["model"])
+    model = scenarios.ToyLM(**config["model"])
     with torch.no_grad():
         return [
             trusted.next_token_loss(model, x, y).item()
@@ -246,10 +246,10 @@ def micro_losses(config: dict) -> list[float]:
 def evaluate(config: dict, mistake: str | None = None) -> float:
     """The loss the evaluate scenario returns; "token-weighted" weighs batches by tokens."""
     if mistake is None:
-        return worker.scenario_evaluate(trusted.evaluate, **config)["loss"]
+        return scenarios.scenario_evaluate(trusted.evaluate, **config)["loss"]
     if mistake != "token-weighted":
         raise unknown(mistake)
-    model = worker.ToyLM(**config["model"])
+    model = scenarios.ToyLM(**config["model"])
     with torch.no_grad():
         logits = [model(x).flatten(0, 1) for x, _ in config["batches"]]
         targets = [y.flatten() for _, y in config["batches"]]
@@ -333,4 +333,4 @@ def fit(config: dict, mistake: str | None = None) -> dict:
     if mistake is not None and mistake not in _FIT_MISTAKES:
         raise unknown(mistake)
     flags = {} if mistake is None else _FIT_MISTAKES[mistake]
-    return worker.scenario_fit(functools.partial(_fit, **flags), **config)
+    return scenarios.scenario_fit(functools.partial(_fit, **flags), **config)

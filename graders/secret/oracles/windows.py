@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from graders import worker
+from graders.worker import scenarios
 
 from .. import trusted
 from . import unknown
@@ -48,7 +48,7 @@ def window_starts(
 
 def token_windows(ids: Any, context_length: int, stride: int) -> dict:
     """What the token_windows scenario gives with the trusted TokenWindows."""
-    return worker.scenario_token_windows(trusted.TokenWindows, ids, context_length, stride)
+    return scenarios.scenario_token_windows(trusted.TokenWindows, ids, context_length, stride)
 
 
 def _make_loader(
@@ -74,6 +74,6 @@ def make_loader(
     ids: Any, batch_size: int, context_length: int, stride: int, epochs: int = 1, **options: Any
 ) -> list:
     """The batches of each epoch the make_loader scenario gives with the oracle's loader."""
-    return worker.scenario_make_loader(
+    return scenarios.scenario_make_loader(
         _make_loader, ids, batch_size, context_length, stride, epochs=epochs, **options
     )["epochs"]
