@@ -31,6 +31,8 @@ SKIPPED = {
         "installs nox (from PyPI) into a new virtualenv, then the test suite itself"
     ),
     "nox -s grade": "grades all nine lessons; test_graders.py grades every lesson",
+    "nox -s grade -- --watch windows": "runs until Ctrl-C; test_watch.py runs it, edits "
+    "the lesson and stops it",
     "nox -s compare": "trains twice for 40 steps; test_compare.py runs compare on a small corpus",
     "nox -s course": "a server that runs until stopped; test_run_cells.py starts it",
     "nox -s train -- --steps 600 --out runs/longer": "minutes of training",
