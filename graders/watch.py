@@ -61,14 +61,16 @@ def changed(target: Path, lessons: Sequence[Lesson], graded: dict[str, str]) -> 
 
 class _Interrupt:
     """Ctrl-C, remembered: pytest turns a KeyboardInterrupt into an exit code (which the runner
-    reports as an error), so the watch asks this whether the user stopped it."""
+    reports as an error), so the watch asks this whether the user stopped it. Only the first
+    one interrupts: a second (a key pressed twice) must not break the stopping."""
 
     def __init__(self) -> None:
         self.pressed = False
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
-        self.pressed = True
-        raise KeyboardInterrupt
+        if not self.pressed:
+            self.pressed = True
+            raise KeyboardInterrupt
 
 
 def watch(
@@ -103,11 +105,13 @@ def watch(
                 try:
                     report = grade(target, lessons=[lesson.slug for lesson in due], **options)
                 except GradingError as error:
-                    if interrupt.pressed:
-                        raise KeyboardInterrupt from None
-                    if first:
+                    if first and not interrupt.pressed:
                         raise
-                    console.print(f"[red]error:[/red] {str(error).splitlines()[0]}")
+                    report, problem = None, str(error).splitlines()[0]
+                if interrupt.pressed:  # however the grading took it
+                    raise KeyboardInterrupt
+                if report is None:
+                    console.print(f"[red]error:[/red] {problem}")
                 else:
                     console.print(
                         f"[dim]{datetime.now():%H:%M:%S}[/dim] graded "
@@ -132,4 +136,5 @@ def watch(
         console.file.flush()
         return 0
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if not interrupt.pressed:  # stopped by Ctrl-C, the process ends: it stays ignored
+            signal.signal(signal.SIGINT, previous)

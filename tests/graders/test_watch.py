@@ -51,7 +51,7 @@ def _graded_as_now(target: Path) -> Callable[[dict], bool]:
 
 
 @pytest.mark.slow
-def test_watch_regrades_on_save_goes_on_after_a_bad_import_and_stops_on_sigint(
+def test_watch_regrades_on_save_goes_on_after_a_bad_import_or_a_missing_file_and_stops_on_sigint(
     tmp_path: Path,
 ) -> None:
     target = _copy(tmp_path)
@@ -75,6 +75,13 @@ def test_watch_regrades_on_save_goes_on_after_a_bad_import_and_stops_on_sigint(
         assert broken["points"] == 0
         assert "no_such_module_anywhere" in broken["import_error"]
 
+        module.unlink()  # a grading that cannot run: one line, and the watch goes on
+        deadline = time.monotonic() + DEADLINE
+        while "missing windows.py" not in out.read_text() and time.monotonic() < deadline:
+            assert process.poll() is None, f"the watch ended ({process.returncode})"
+            time.sleep(0.05)
+        assert "error: --target" in out.read_text()
+
         module.write_text(solution)  # the watch went on: the fix is graded too
         fixed = _wait(report, process, _graded_as_now(target))
         assert fixed["points"] == fixed["max_points"] and fixed["import_error"] is None
@@ -87,6 +94,15 @@ def test_watch_regrades_on_save_goes_on_after_a_bad_import_and_stops_on_sigint(
     text = out.read_text()
     assert text.strip().splitlines()[-1] == "stopped watching (Ctrl-C)"
     assert "Traceback" not in text
+
+
+def test_watch_usage_errors_are_one_line() -> None:
+    for args in (["--watch", "--strict"], ["--watch", "no-such-lesson"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "graders", *args], cwd=ROOT, capture_output=True, text=True
+        )
+        assert done.returncode == 2, done
+        assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error:")
 
 
 def test_an_edit_is_due_for_the_lessons_that_import_it_and_a_touch_for_none(
