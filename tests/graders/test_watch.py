@@ -96,15 +96,6 @@ def test_watch_regrades_on_save_goes_on_after_a_bad_import_or_a_missing_file_and
     assert "Traceback" not in text
 
 
-def test_watch_usage_errors_are_one_line() -> None:
-    for args in (["--watch", "--strict"], ["--watch", "no-such-lesson"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "graders", *args], cwd=ROOT, capture_output=True, text=True
-        )
-        assert done.returncode == 2, done
-        assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error:")
-
-
 def test_an_edit_is_due_for_the_lessons_that_import_it_and_a_touch_for_none(
     tmp_path: Path,
 ) -> None:
