@@ -300,8 +300,15 @@ def collect(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def autograde(session: nox.Session) -> None:
-    """Instructors: collect, grade (sandboxed, parallel), record, feedback, export; see --help."""
+    """Instructors: collect, grade what is new or changed (sandboxed, parallel), record,
+    feedback, export; see --help."""
     _instructor(session, "autograde")
+
+
+@nox.session(venv_backend="none")
+def regrade(session: nox.Session) -> None:
+    """Instructors: `-- --reproduce STUDENT LESSON` grades a submission again with its seed."""
+    _instructor(session, "regrade")
 
 
 @nox.session(venv_backend="none")

@@ -15,10 +15,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
-def one_line(error: BaseException) -> str:
-    """An exception as one line of a command's output: its type and first line."""
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """An exception as one line of a command's output: its type and first line, a long one
+    shortened at a word's end (never mid-word) with an ellipsis."""
     lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0][:300]}" if lines else type(error).__name__
+    if not lines:
+        return type(error).__name__
+    first = lines[0]
+    if len(first) > limit:
+        cut = first.rfind(" ", 0, limit)
+        first = first[: cut if cut > 0 else limit] + " …"
+    return f"{type(error).__name__}: {first}"
 
 
 def die_with_parent() -> None:

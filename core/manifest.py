@@ -19,18 +19,37 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     hint = "..."                       # shown when the check fails: the likely mistake
     section = "embedding-lookup"       # optional; defaults to the function's section
     timeout = 20.0                     # optional; seconds per call (default 10)
+    evidence = "claimed"               # optional; what the grade rests on (default observed)
+    error_path = true                  # optional; counts only when the function's other checks pass
     [lesson.check.mistakes]            # optional: hints for specific mistakes a check diagnoses
     off-by-one = "..."
+    [lesson.check.mistake_sections]    # optional: a mistake whose rule another section teaches
+    off-by-one = "from-ids-to-vectors"
 
-A "by hand" rule is a ``[[lesson.rule]]`` table: while ``function`` is graded, the torch
-operations in ``ops`` (schema names, e.g. ``aten::logsumexp``) must not run, and the names in
-``names`` must not appear in its code (graders/rules.py); ``message`` is the hint of a breach:
+``evidence`` is one of EVIDENCE (COURSE.md, "What a grade rests on"): ``observed`` (values the
+checker receives as plain data, and what it sees itself), ``read`` (the checker's reading of
+the source; every check of a function with a rule rests on it too) or ``claimed`` (what only
+the student's process reports about itself: a module's mode during a call, whether autograd
+was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check ("raises
+ValueError ...") earns its points only when the function's other selected checks pass, so an
+error raised with no exercise written earns nothing.
+
+A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names`` must not appear in the
+code of ``function`` and what it uses, read by the checker before anything runs
+(graders/rules.py); with ``allowlist = true`` only elementwise, reduction and shape operations
+of torch may; ``message`` is the hint of a breach. The torch operations in ``ops`` (schema
+names, e.g. ``aten::logsumexp``; optional) are also watched in the worker while it runs, with
+``allow`` the only other ops it may run: a hint for honest slips, not what the grade rests on:
 
     [[lesson.rule]]
     function = "cross_entropy"
-    ops = ["aten::logsumexp"]
     names = ["logsumexp"]
+    allowlist = true
     message = "..."
+    ops = ["aten::logsumexp"]
+
+A function with a library twin that no rule forbids says why in the lesson's ``no_rule``
+table: ``no_rule = { lookup = "F.embedding is the lookup itself" }``.
 
 A lesson's ``builds_on`` table names, per function, the functions of the same lesson it calls:
 while the checker grades ``lm_loss`` it answers the worker's proxies for ``cross_entropy`` with
@@ -69,11 +88,23 @@ _LESSON_KEYS = {
     "functions": list,
     "sections": dict,
 }
-_OPTIONAL_LESSON_KEYS = {"check", "rule", "builds_on"}
-_RULE_KEYS = {"function": str, "ops": list, "names": list, "message": str}
-_OPTIONAL_RULE_KEYS = {"allow": list}
+_OPTIONAL_LESSON_KEYS = {"check", "rule", "builds_on", "no_rule"}
+_RULE_KEYS = {"function": str, "names": list, "message": str}
+_OPTIONAL_RULE_KEYS = {"ops": list, "allow": list, "allowlist": bool}
 _CHECK_KEYS = {"id": str, "function": str, "points": int, "hidden": bool, "hint": str}
-_OPTIONAL_CHECK_KEYS = {"section": str, "timeout": (int, float), "mistakes": dict}
+_OPTIONAL_CHECK_KEYS = {
+    "section": str,
+    "timeout": (int, float),
+    "mistakes": dict,
+    "mistake_sections": dict,
+    "evidence": str,
+    "error_path": bool,
+}
+# What a check's grade rests on (COURSE.md, "What a grade rests on"): values the checker
+# receives and what it sees itself, its own reading of the source, or what only the student's
+# process reports about itself, a claim, worth at most CLAIM_POINTS.
+EVIDENCE = ("observed", "read", "claimed")
+CLAIM_POINTS = 1
 
 
 class ManifestError(ValueError):
@@ -94,6 +125,9 @@ class Check:
     page: str  # the chapter page, relative to course/
     mistakes: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    mistake_sections: Mapping[str, str] = field(default_factory=dict)  # key -> its own section
+    evidence: str = "observed"  # one of EVIDENCE
+    error_path: bool = False  # counts only when the function's other checks pass
 
     @property
     def link(self) -> str:
@@ -132,9 +166,15 @@ class Rule:
     # The only operations the function may run (overloads aside), when the rule lists them:
     # an op that computes the forbidden thing under another name is refused as well.
     allow: tuple[str, ...] = ()
+    # The reading allows only elementwise, reduction and shape operations of torch in the
+    # function's code (graders/rules.py's ALLOWED).
+    allowlist: bool = False
 
-    def as_request(self) -> dict:
-        """What the worker needs to watch the operations (graders/worker.py's ``watched``)."""
+    def as_request(self) -> dict | None:
+        """What the worker needs to watch the operations (graders/worker.py's ``watched``);
+        None for a rule that only the reading enforces (no ops)."""
+        if not self.ops:
+            return None
         return {"ops": list(self.ops), "allow": list(self.allow), "message": self.message}
 
 
@@ -151,6 +191,8 @@ class Lesson:
     checks: tuple[Check, ...]
     rules: tuple[Rule, ...] = ()
     builds_on: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # functions with a library twin that no rule forbids, and why (``no_rule``)
+    no_rule: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def dependencies(self, function: str) -> tuple[str, ...]:
         """The functions of this lesson that ``function`` calls (its ``builds_on`` entry)."""
@@ -180,6 +222,16 @@ class Lesson:
             if check.function == function:
                 found.update(check.mistakes)
         return found
+
+    def mistake_section(self, check: Check, key: str | None) -> str:
+        """The section that teaches the rule a diagnosed mistake ``key`` breaks: the mistake's
+        own (``mistake_sections`` of the check that names it), else that check's."""
+        if key is None:
+            return check.section
+        for each in (check, *(c for c in self.checks if c.function == check.function)):
+            if key in each.mistakes:
+                return each.mistake_sections.get(key, each.section)
+        return check.section
 
 
 @dataclass(frozen=True)
@@ -358,6 +410,16 @@ def _lesson(raw: Any, where: str) -> Lesson:
     )
     _unique([rule.function for rule in rules], f"{where}: rule for function")
     builds_on = _builds_on(raw.get("builds_on", {}), functions, where)
+    no_rule = raw.get("no_rule", {})
+    if not isinstance(no_rule, dict):
+        raise ManifestError(f'{where}: no_rule must be a table of function = "reason"')
+    for function, reason in no_rule.items():
+        if function not in functions or not isinstance(reason, str) or not reason.strip():
+            raise ManifestError(
+                f"{where}: no_rule.{function} must name a function of the lesson and give a reason"
+            )
+        if function in {rule.function for rule in rules}:
+            raise ManifestError(f"{where}: {function} has a rule and a no_rule reason")
     return Lesson(
         number=raw["number"],
         slug=raw["slug"],
@@ -370,6 +432,7 @@ def _lesson(raw: Any, where: str) -> Lesson:
         checks=checks,
         rules=rules,
         builds_on=builds_on,
+        no_rule=MappingProxyType({k: v.strip() for k, v in no_rule.items()}),
     )
 
 
@@ -400,14 +463,17 @@ def _rule(raw: Any, functions: list[str], number: int, where: str) -> Rule:
     for key in ("ops", "names", "allow"):
         if not all(isinstance(v, str) and v for v in raw.get(key, ())):
             raise ManifestError(f"{where}: {key} must be an array of non-empty strings")
-    if not raw["ops"] or not raw["message"].strip():
-        raise ManifestError(f"{where}: a rule needs ops and a message")
+    if not raw["names"] or not raw["message"].strip():
+        raise ManifestError(f"{where}: a rule needs names and a message")
+    if raw.get("allow") and not raw.get("ops"):
+        raise ManifestError(f"{where}: allow lists the ops the watch allows: give ops too")
     return Rule(
         function=raw["function"],
-        ops=tuple(raw["ops"]),
+        ops=tuple(raw.get("ops", ())),
         names=tuple(raw["names"]),
         message=raw["message"].strip().replace("{lesson}", str(number)),
         allow=tuple(raw.get("allow", ())),
+        allowlist=raw.get("allowlist", False),
     )
 
 
@@ -436,9 +502,23 @@ def _check(raw: Any, lesson: Mapping[str, Any], where: str) -> Check:
     for key, hint in mistakes.items():
         if not _SLUG.match(key) or not isinstance(hint, str) or not hint.strip():
             raise ManifestError(f"{where}: mistake {key!r} needs a slug key and a non-empty hint")
+    mistake_sections = raw.get("mistake_sections", {})
+    for key, mistake_section in mistake_sections.items():
+        if key not in mistakes or not isinstance(mistake_section, str):
+            raise ManifestError(f"{where}: mistake_sections names {key!r}, not one of its mistakes")
+        if not _SLUG.match(mistake_section):
+            raise ManifestError(f"{where}: the section of mistake {key!r} must be a heading id")
     timeout = float(raw.get("timeout", DEFAULT_TIMEOUT))
     if timeout <= 0:
         raise ManifestError(f"{where}: timeout must be positive")
+    evidence = raw.get("evidence", "observed")
+    if evidence not in EVIDENCE:
+        raise ManifestError(f"{where}: evidence must be one of {', '.join(EVIDENCE)}")
+    if evidence == "claimed" and raw["points"] > CLAIM_POINTS:
+        raise ManifestError(
+            f"{where}: a claimed check (what only the student's process reports) is worth at "
+            f"most {CLAIM_POINTS} point, not {raw['points']}"
+        )
     return Check(
         id=raw["id"],
         lesson=lesson["slug"],
@@ -450,4 +530,7 @@ def _check(raw: Any, lesson: Mapping[str, Any], where: str) -> Check:
         page=lesson["page"],
         mistakes=MappingProxyType({k: v.strip() for k, v in mistakes.items()}),
         timeout=timeout,
+        mistake_sections=MappingProxyType(dict(mistake_sections)),
+        evidence=evidence,
+        error_path=raw.get("error_path", False),
     )

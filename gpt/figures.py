@@ -4,7 +4,7 @@ The chapters' figure blocks (```` ```python exec="on" html="1" ````) run
 ``print(figure_html(fig, caption))``: markdown-exec captures the block's own ``print``, not
 ``sys.stdout``, so the helper returns the HTML rather than printing it. It lives here, with the
 rest of the provided code, so the chapters' notebooks and Run cells import it too. The course
-hook (``site/hooks/course.py``) warns about any plot on a chapter page that has no caption. The
+hook (``site/hooks/figures.py``) warns about any plot on a chapter page that has no caption. The
 SVG is inline (no image files, nothing fetched) and scales down to the column's width.
 """
 

@@ -11,7 +11,7 @@ The lesson manifest (course/lessons.toml, read by ``core.manifest``) holds every
 points, hint and link; graders/public and graders/hidden hold the pytest tests behind them;
 the student's code runs only in a separate worker process, a fresh fork for every lesson
 (graders/worker.py, graders/client.py), which holds nothing trusted. The checks' expected
-answers come from graders/secret/oracles.py, a function's dependencies are answered by the
+answers come from graders/secret/oracles/, a function's dependencies are answered by the
 checker (graders/secret/dependencies.py, with graders/secret/trusted.py), and "by hand" rules
 are read from the student's code in the checker (graders/rules.py) and watched in the worker.
 graders/secret/ implements exercises, so the student release leaves it out and replays answers

@@ -2,7 +2,7 @@
 data recorded at release time, so that the student release holds no solution code.
 
 A public check computes no answer itself; it asks this module, by the name of a function of
-graders/secret/oracles.py:
+graders/secret/oracles/:
 
     from graders.answers import later, oracle
 
@@ -27,7 +27,7 @@ Three modes:
   public checks in this mode): live, and every answer is kept, per lesson, under a digest of the
   oracle's name and arguments; ``later`` answers are computed at once, so that the answers of a
   check's failure paths (its diagnoses) are recorded as well.
-* **replay** (the student release, which has no graders/secret/oracles.py): answers come from
+* **replay** (the student release, which has no graders/secret/oracles/): answers come from
   ``graders/public/answers_<lesson>.pt`` (``torch.save`` of plain data, read with
   ``weights_only=True``), under the same digest. An answer that was not recorded fails its
   check with :class:`AnswerMissing`, never silently.
@@ -237,7 +237,7 @@ def recording() -> Iterator[dict[str, dict[str, Any]]]:
     global _recording
     if not live():
         raise RuntimeError(
-            "answers can be recorded only where graders/secret/oracles.py is installed"
+            "answers can be recorded only where graders/secret/oracles/ is installed"
         )
     if _recording is not None:
         raise RuntimeError("already recording")

@@ -399,6 +399,14 @@ def _mismatch(value: Tensor, expected: Tensor, what: str) -> str:
     return f"{what} is wrong: {difference(value, expected)}"
 
 
+class AnyOf:
+    """The answers one mistake gives as it is written in different ways (a wrong constant:
+    2/π, π/2, no leading 0.5): ``diagnose`` names the mistake when the value matches any."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = answers
+
+
 def diagnose(
     value: Any,
     mistakes: Mapping[str, Any] | None,
@@ -412,7 +420,8 @@ def diagnose(
     may be a ``Deferred``: it is computed here, only when needed), else ``otherwise`` (a mistake
     that the failure itself shows, told only when no mistake's answer explains it better)."""
     for key, wrong in (mistakes or {}).items():
-        if same(value, resolve(wrong), rtol=rtol, atol=atol):
+        forms = wrong.answers if isinstance(wrong, AnyOf) else (wrong,)
+        if any(same(value, resolve(form), rtol=rtol, atol=atol) for form in forms):
             fail(detail, key)
     fail(detail, otherwise)
 

@@ -122,6 +122,8 @@ class StudentError(Exception):
             return EXITED
         if self.is_a("MemoryError") or "can't allocate memory" in self.message:
             return OUT_OF_MEMORY.format(gib=DEFAULT_MEMORY / (1 << 30))
+        if "in-place operation" in self.message or "inplace operation" in self.message:
+            return IN_PLACE  # autograd's refusal of a change in place (a leaf, a saved tensor)
         return None
 
 

@@ -1,6 +1,6 @@
 """GPT-2's vocabulary, offline, and GPT-2-shaped inputs for the graders' checks.
 
-Nothing here computes an exercise's answer (graders/secret/oracles.py does, for instructors): this
+Nothing here computes an exercise's answer (graders/secret/oracles/ does, for instructors): this
 module ships to students. The float inputs it builds are recorded (see graders/answers.py), so
 that a student release checks the very inputs its answers were recorded for.
 """

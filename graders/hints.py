@@ -14,3 +14,6 @@ OUT_OF_MEMORY = "ran out of memory: the grader allows {gib:g} GiB for your code"
 TIMED_OUT = "took longer than {seconds:g} s: an endless loop, or far too much work?"
 CRASHED = "the process running your code died during the call ({how})"
 TOO_MUCH_OUTPUT = "printed more than {mib:g} MiB during one call: remove the prints"
+ERROR_PATH = (
+    "this error check counts once {function} computes its values: fix its other checks first"
+)

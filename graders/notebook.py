@@ -233,10 +233,12 @@ def _autograde_row(lesson: str, check_id: str) -> dict:
                 timeout=GRADE_TIMEOUT,
                 cwd=_instructor_root(),
             )
-            report = _read_result(path, expected)
-            if report is None:
-                raise RuntimeError(f"grading {student}/{lesson} left no report")
-        _reports[key] = report
+            report = _read_result(path, expected) or {
+                "failed": f"grading {student}/{lesson} left no report"
+            }
+        _reports[key] = report  # a failure too: the other cells do not grade again
+    if "failed" in report:
+        raise RuntimeError(report["failed"])
     row = _find(report, lesson, check_id)
     if row is None:
         raise LookupError(f"no result for check {check_id!r}")

@@ -27,9 +27,9 @@ from core.manifest import Check, Lesson, Manifest, ManifestError, Rule
 from . import answers
 from .checking import CheckFailed, GraderUnavailable, same
 from .client import StudentError, WorkerClient, WorkerUnavailable
-from .hints import IN_PLACE
+from .hints import ERROR_PATH, IN_PLACE
 from .report import Report
-from .rules import breach_in
+from .rules import Breach, Package
 from .worker import GENERATOR
 
 NOT_RUN = "not run (module failed to import)"
@@ -60,14 +60,14 @@ class Student:
         check: Check,
         lesson: Lesson,
         timeout: float,
-        breaches: dict[str, str | None] | None = None,
+        breaches: dict[str, Breach | None] | None = None,
     ):
         self._client = client
         self.check = check
         self.lesson = lesson
         self.module = lesson.module
         self.timeout = timeout
-        self._breaches = {} if breaches is None else breaches  # function -> rule broken (cache)
+        self._breaches = {} if breaches is None else breaches  # function -> rule broken
         self._fatal: CheckFailed | None = None  # a crash or timeout ends the check
 
     def _guard(self, run: Callable[[], Any], function: str) -> Any:
@@ -89,12 +89,10 @@ class Student:
             raise
 
     def _obey(self, rule: Rule) -> None:
-        """The rule, read from the student's source here in the checker (graders/rules.py)."""
-        if rule.function not in self._breaches:
-            self._breaches[rule.function] = breach_in(self._client.target, self.module, rule)
-        breach = self._breaches[rule.function]
+        """The rule, as the checker read it from the package before anything ran."""
+        breach = self._breaches.get(rule.function)
         if breach is not None:
-            raise CheckFailed(breach, hint=rule.message)
+            raise CheckFailed(str(breach), hint=rule.message)
 
     def _rule(self, function: str) -> dict | None:
         rule = self.lesson.rule(function)
@@ -182,10 +180,11 @@ class GradingPlugin:
         self.errors: list[str] = []
         self._item_check: dict[str, Check] = {}
         self._remaining: dict[str, int] = {}  # check id -> tests not finished
-        self._failure: dict[str, tuple[str | None, str]] = {}  # check id -> (hint, detail)
+        # check id -> (hint, detail, the section of a diagnosed mistake's rule)
+        self._failure: dict[str, tuple[str | None, str, str | None]] = {}
         self._lesson_left: dict[str, int] = {}
         self._lesson_now: str | None = None  # the lesson whose worker is running
-        self._breaches: dict[str, dict[str, str | None]] = {}  # lesson -> function -> breach
+        self._breaches: dict[str, dict[str, Breach | None]] = {}  # lesson -> function -> breach
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -199,6 +198,7 @@ class GradingPlugin:
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._read_rules()  # before any of the student's code runs
         try:
             self.client.start()  # Python and torch load in the worker while pytest collects
         except WorkerUnavailable as error:
@@ -259,6 +259,20 @@ class GradingPlugin:
             return None
         return check
 
+    def _read_rules(self) -> None:
+        """Every selected lesson's rules, read from the whole package (graders/rules.py); what
+        breaks one is flagged for review in the report, with its file and line."""
+        package = Package.read(self.client.target)
+        for slug, lesson in self.lessons.items():
+            found = {rule.function: package.breach(lesson.module, rule) for rule in lesson.rules}
+            self._breaches[slug] = found
+            flagged: list[tuple[str | None, Breach]] = [
+                (function, breach) for function, breach in found.items() if breach is not None
+            ]
+            if not lesson.rules and package.hiding is not None:
+                flagged = [(None, package.hiding)]
+            self.report.flag(slug, flagged)
+
     # -- the fixture --------------------------------------------------------------------------
 
     @pytest.fixture
@@ -277,7 +291,7 @@ class GradingPlugin:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:
             self.report.import_failed(lesson.slug, _import_failure(lesson.module, error))
-            self._failure[check.id] = (None, NOT_RUN)
+            self._failure[check.id] = (None, NOT_RUN, None)
             pytest.skip("the module failed to import")
         breaches = self._breaches.setdefault(lesson.slug, {})
         return Student(self.client, check, lesson, timeout, breaches)
@@ -298,7 +312,7 @@ class GradingPlugin:
         if check is None or check.id in self._failure:
             return
         if result.skipped:
-            self._failure[check.id] = (check.hint, "the grader skipped this check")
+            self._failure[check.id] = (check.hint, "the grader skipped this check", None)
         elif result.failed:
             error = _unwrap(call.excinfo.value) if call.excinfo is not None else None
             if isinstance(error, GraderUnavailable):
@@ -306,27 +320,29 @@ class GradingPlugin:
                 item.session.shouldstop = "the graders cannot run"
             self._failure[check.id] = self._judge(check, error)
 
-    def _judge(self, check: Check, error: BaseException | None) -> tuple[str, str]:
+    def _judge(self, check: Check, error: BaseException | None) -> tuple[str, str, str | None]:
         if isinstance(error, CheckFailed):
             if error.hint is not None:
-                return error.hint, error.detail
+                return error.hint, error.detail, None
             if check.hidden and error.mistake not in check.mistakes:
                 # Random inputs: an answer that matches a mistake on one (often degenerate)
                 # example is weak evidence; a hidden check names only the mistakes it declares.
-                return check.hint, error.detail
+                return check.hint, error.detail, None
+            lesson = self.lessons[check.lesson]
             try:
-                shared = self.lessons[check.lesson].mistakes(check.function)
-                return check.mistake_hint(error.mistake, shared), error.detail
+                hint = check.mistake_hint(error.mistake, lesson.mistakes(check.function))
             except ManifestError as problem:
-                return check.hint, f"{error.detail} (grader problem: {problem})"
+                return check.hint, f"{error.detail} (grader problem: {problem})", None
+            return hint, error.detail, lesson.mistake_section(check, error.mistake)
         if isinstance(error, StudentError):
-            return error.hint or check.hint, error.detail
+            return error.hint or check.hint, error.detail, None
         if error is None:
-            return check.hint, "the check failed"
+            return check.hint, "the check failed", None
         message = str(error).splitlines()[0] if str(error) else ""
         return (
             check.hint,
             f"the grader could not judge the answer ({type(error).__name__}: {message[:300]})",
+            None,
         )
 
     @pytest.hookimpl
@@ -345,8 +361,26 @@ class GradingPlugin:
         else:
             self.report.record(check, False, *failure)
         self._lesson_left[check.lesson] -= 1
-        if self._lesson_left[check.lesson] == 0 and self.on_lesson is not None:
-            self.on_lesson(self.report.lesson(check.lesson))
+        if self._lesson_left[check.lesson] == 0:
+            self._gate_error_paths(check.lesson)
+            if self.on_lesson is not None:
+                self.on_lesson(self.report.lesson(check.lesson))
+
+    def _gate_error_paths(self, slug: str) -> None:
+        """An error check ("raises ValueError ...") keeps its points only when every other
+        selected check of its function passed: an error raised by a stub earns nothing. It
+        fails with the hint of its function's first failed check, the mistake to fix first."""
+        checks = [c for c in self.checks.values() if c.lesson == slug]
+        first: dict[str, str | None] = {}  # function -> the hint of its first failed check
+        for check in checks:
+            if not check.error_path and check.id in self._failure:
+                first.setdefault(check.function, self._failure[check.id][0])
+        for check in checks:
+            if check.error_path and check.id not in self._failure and check.function in first:
+                hint = first[check.function] or check.hint
+                detail = ERROR_PATH.format(function=check.function)
+                self._failure[check.id] = (hint, detail)
+                self.report.record(check, False, hint, detail)
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

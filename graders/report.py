@@ -5,7 +5,7 @@ checks not graded yet have ``passed: false`` and detail "not graded"):
 
     {"target", "hidden", "complete", "points", "max_points",
      "lessons": [{"slug", "title", "points", "max_points", "import_error", "graded",
-                  "fingerprint",
+                  "fingerprint", "flagged": [{"function", "file", "line", "reason"}],
                   "checks": [{"id", "function", "points", "max_points", "passed", "hint",
                               "link", "url", "detail", "hidden", "explained_by"}]}]}
 
@@ -22,9 +22,15 @@ it is now from one of an older version.
 (exception, file and line); its checks then have detail "not run (module failed to import)"
 and no hint.
 
+``flagged`` lists what the checker's reading of the package refused before anything ran
+(graders/rules.py), for an instructor to review: per by-hand function whose rule it breaks
+(that function scores 0), or with ``function`` null where code that reaches the grader or hides
+what it calls sits in a package whose lesson has no rule. Empty when nothing was refused.
+
 ``explained_by`` is null, or the id of an earlier failed check whose mistake explains this
-failure too: the same diagnosed mistake of the same function, or a failure of a function this
-one uses (TokenWindows uses shift). The student fixes that one thing first.
+failure too: the same diagnosed mistake of the same function, a diagnosed mistake of the same
+function where this check recognised none, or a failure of a function this one uses
+(TokenWindows uses shift). The student fixes that one thing first.
 
 ``link`` is the chapter page and section relative to course/ (chapters/01-tokens.md#x),
 ``url`` the same place on the built site (chapters/01-tokens/#x). ``hint`` and ``detail`` are
@@ -47,6 +53,7 @@ from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
 from .fingerprint import fingerprint
 from .hints import NOT_IMPLEMENTED
+from .rules import Breach
 
 NOT_GRADED = "not graded"
 
@@ -88,6 +95,7 @@ class Report:
                 "import_error": None,
                 "graded": None,
                 "fingerprint": fingerprint(target, lesson.module),
+                "flagged": [],
                 "checks": [],
             }
             self._left[lesson.slug] = len(checks)
@@ -141,8 +149,19 @@ class Report:
         except (OSError, ValueError, KeyError, TypeError):
             return []  # none yet, or not a report: nothing to keep
 
-    def record(self, check: Check, passed: bool, hint: str | None, detail: str | None) -> None:
+    def record(
+        self,
+        check: Check,
+        passed: bool,
+        hint: str | None,
+        detail: str | None,
+        section: str | None = None,
+    ) -> None:
+        """A check's outcome; ``section``: where the rule of the diagnosed mistake is taught,
+        when that is not the check's own section (the link then goes there)."""
         row = self._checks[check.id]
+        section = section or check.section
+        row["link"], row["url"] = f"{check.page}#{section}", site_url(check.page, section)
         row["passed"] = passed
         row["points"] = check.points if passed else 0
         row["hint"] = None if passed else hint
@@ -164,6 +183,14 @@ class Report:
             lesson["import_error"] = printable(message)
             self.write()
 
+    def flag(self, slug: str, breaches: Sequence[tuple[str | None, Breach]]) -> None:
+        """What the reading refused in the lesson's package, function by function."""
+        self.lesson(slug)["flagged"] = [
+            {"function": function, "file": b.file, "line": b.line, "reason": printable(b.reason)}
+            for function, b in breaches
+        ]
+        self.write()
+
     def _explain(self, lesson: dict[str, Any]) -> None:
         """Point each failure that an earlier one explains at that one (``explained_by``)."""
         earlier: list[dict[str, Any]] = []
@@ -175,10 +202,18 @@ class Report:
                 or row["hint"] in (None, NOT_IMPLEMENTED)
             ):
                 continue
+            diagnosed = row["hint"] != self._default_hint[row["id"]]
             for first in earlier:
-                diagnosed = row["hint"] != self._default_hint[row["id"]]
-                same_mistake = first["function"] == row["function"] and first["hint"] == row["hint"]
-                if (same_mistake and diagnosed) or first["function"] in self._uses[row["id"]]:
+                same_function = first["function"] == row["function"]
+                same_mistake = same_function and first["hint"] == row["hint"]
+                # A recognised mistake explains the checks of its function that fail without
+                # recognising one: they are told under it, not with hints of their own.
+                recognised = first["hint"] != self._default_hint[first["id"]]
+                if (
+                    (same_mistake and diagnosed)
+                    or (same_function and recognised and not diagnosed)
+                    or first["function"] in self._uses[row["id"]]
+                ):
                     row["explained_by"] = first["explained_by"] or first["id"]
                     break
             earlier.append(row)
@@ -264,8 +299,12 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
             continue
         if check.get("explained_by"):
             continue  # told with the failure that explains it
-        same = [c for c in followers.get(check["id"], []) if c["function"] == check["function"]]
-        other = [c for c in followers.get(check["id"], []) if c["function"] != check["function"]]
+        told = followers.get(check["id"], [])
+        same = [
+            c for c in told if c["function"] == check["function"] and c["hint"] == check["hint"]
+        ]
+        after = [c for c in told if c["function"] == check["function"] and c not in same]
+        other = [c for c in told if c["function"] != check["function"]]
         # A grid with a fixed gutter: long hints and details wrap with a hanging indent.
         note = Table.grid(padding=(0, 0))
         note.add_column(width=4, no_wrap=True)
@@ -274,7 +313,7 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
             Text("  ✗ ", "red"),
             Text.assemble((check["id"], "bold"), ": ", (check["hint"] or "failed", "yellow")),
         )
-        for each in [check, *same, *other]:
+        for each in [check, *same, *after, *other]:
             if each["detail"]:
                 label = f"{each['id']}: " if each is not check else ""
                 note.add_row("", Padding(Text(label + each["detail"], "dim"), (0, 0, 0, 2)))
@@ -286,6 +325,19 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
                     Text(
                         f"one mistake: {ids} fail{'s' if len(same) == 1 else ''} "
                         "from the same mistake too",
+                        "yellow",
+                    ),
+                    (0, 0, 0, 2),
+                ),
+            )
+        if after:
+            ids = ", ".join(c["id"] for c in after)
+            note.add_row(
+                "",
+                Padding(
+                    Text(
+                        f"{ids} fail{'s' if len(after) == 1 else ''} too: fix this mistake "
+                        "first, then grade again",
                         "yellow",
                     ),
                     (0, 0, 0, 2),

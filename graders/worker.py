@@ -401,7 +401,9 @@ class _Watch(TorchDispatchMode):
         name = func._schema.name
         if name in self.ops:
             raise self.refuse(f"called {name}")
-        if self.allow and name not in self.allow:
+        # An allowed op's in-place form computes the same (a changed input is the checks'
+        # to tell, as a change in place, not as a library call).
+        if self.allow and name not in self.allow and name.removesuffix("_") not in self.allow:
             raise self.refuse(f"called {name}, which is not among the operations it may use")
         kwargs = kwargs or {}
         if name in FRESH and self.calls and self.calls[-1] in FROM_DATA:
@@ -410,11 +412,15 @@ class _Watch(TorchDispatchMode):
         out = func(*args, **kwargs)
         touched = (args, kwargs, out)
         self.know(touched)
-        # An in-place op changes the version of every view of the storage it wrote.
+        # An in-place op changes the version of every view of the storage it wrote, and the
+        # count goes up only after this returns (autograd's in-place kernel runs above this
+        # mode): what it wrote is seen one version on.
         storages = {_storage(tensor) for tensor in _tensors(touched)}
+        written = _written(func, args, kwargs)
         for key, (tensor, _) in self.seen.items():
-            if _storage(tensor) in storages:
-                self.seen[key] = (tensor, tensor._version)
+            storage = _storage(tensor)
+            if storage in storages:
+                self.seen[key] = (tensor, tensor._version + (storage in written))
         return out
 
 
@@ -458,6 +464,17 @@ def _tensors(obj: Any) -> list[Tensor]:
     from torch.utils._pytree import tree_leaves
 
     return [leaf for leaf in tree_leaves(obj) if isinstance(leaf, Tensor)]
+
+
+def _written(func: Any, args: Any, kwargs: dict) -> set[int]:
+    """The storages of the tensors an operation writes (its schema's mutable arguments)."""
+    found: set[int] = set()
+    for index, spec in enumerate(func._schema.arguments):
+        if spec.alias_info is None or not spec.alias_info.is_write:
+            continue
+        value = args[index] if index < len(args) else kwargs.get(spec.name)
+        found.update(_storage(tensor) for tensor in _tensors(value))
+    return found
 
 
 def _storage(tensor: Tensor) -> int:

@@ -1,5 +1,5 @@
-"""``python -m instructor``: release, collect, autograde, feedback, export, report, gradescope,
-similarity; one function per command (:data:`COMMANDS`).
+"""``python -m instructor``: release, collect, autograde, regrade, feedback, export, report,
+gradescope, similarity; one function per command (:data:`COMMANDS`).
 
 Exit status, the same for every command:
 
@@ -10,6 +10,7 @@ Exit status, the same for every command:
 - 2 (``USAGE``): it did not run: a bad option, an unknown or unreleased lesson, a gradebook of
   another course; one line says which.
 - 3 (``SKIPPED``): with ``--strict``, what 0 is when a submission was skipped.
+- 130 (``INTERRUPTED``): stopped by Ctrl-C; what was recorded stays, a rerun does the rest.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from .course import Course
 
 
-OK, FAILED, USAGE, SKIPPED = 0, 1, 2, 3
+OK, FAILED, USAGE, SKIPPED, INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -103,17 +104,42 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="grade on this Dask cluster (tcp://HOST:8786) instead of a local one",
     )
     auto.add_argument(
-        "--timeout",
+        "--wait",
         type=float,
         default=None,
-        help="seconds for one submission's grading run (default: 900)",
+        metavar="SECONDS",
+        help="give up when the cluster has had no worker this long (default: 300)",
     )
     auto.add_argument(
-        "--no-sandbox",
-        dest="sandbox",
-        action="store_false",
-        help="run student code without the sandbox (trusted submissions only)",
+        "--all",
+        action="store_true",
+        help="grade every submission again, not only those new or changed since their grade",
     )
+    regrade = commands.add_parser(
+        "regrade",
+        parents=[common],
+        help="grade a submission again as it was graded (its files, its secret seed)",
+    )
+    regrade.add_argument(
+        "--reproduce",
+        nargs=2,
+        required=True,
+        metavar=("STUDENT", "LESSON"),
+        help="the submission whose recorded grading to reproduce",
+    )
+    for where in (auto, regrade):
+        where.add_argument(
+            "--timeout",
+            type=float,
+            default=None,
+            help="seconds for one submission's grading run (default: 900)",
+        )
+        where.add_argument(
+            "--no-sandbox",
+            dest="sandbox",
+            action="store_false",
+            help="run student code without the sandbox (trusted submissions only)",
+        )
     auto.add_argument("--no-collect", dest="collect", action="store_false")
     auto.add_argument("--no-feedback", dest="feedback", action="store_false")
     auto.add_argument("--no-export", dest="export", action="store_false")
@@ -156,7 +182,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     unsupported = no_fork_here(f"python -m instructor {args.command}")
-    if unsupported and args.command in ("release", "autograde", "grade-submission"):
+    if unsupported and args.command in ("release", "autograde", "regrade", "grade-submission"):
         print(unsupported, file=sys.stderr)  # a release grades the reference to record answers
         return USAGE
     from .course import Course
@@ -168,6 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return USAGE
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: {args.command} stopped; what it recorded stays and its temporary "
+            "folders are removed; run it again to finish",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
 
 
 def release(args: argparse.Namespace, course: Course) -> int:
@@ -246,18 +279,50 @@ def collect_lessons(course: Course, lessons: list[str] | None) -> bool:
     return bool(problems)
 
 
-def rerun_line(outcome: Outcome) -> str:
-    """A submission autograde could not grade or record, with the command that retries it."""
+def rerun_line(outcome: Outcome, options: Sequence[str] = ()) -> str:
+    """A submission autograde could not grade or record, with the command that retries it
+    (with ``options``: how this run was told where to grade, see :func:`rerun_options`)."""
+    command = " ".join(
+        ["nox -s autograde --", outcome.lesson, "--student", outcome.student, *options]
+    )
     return (
         f"grading failed: {outcome.student}/{outcome.lesson}: {'; '.join(outcome.notes)} "
-        f"(re-run: nox -s autograde -- {outcome.lesson} --student {outcome.student})"
+        f"(re-run: {command})"
     )
+
+
+def rerun_options(args: argparse.Namespace) -> list[str]:
+    """The options of this autograde that a rerun needs to grade the same way, in the same
+    place (the course, the gradebook's URL only when given as an option: it may hold a
+    password)."""
+    import shlex
+
+    given: list[str] = []
+    if args.course is not None:
+        given += ["--course", str(args.course)]
+    if args.engine != "dask":
+        given += ["--engine", args.engine]
+    if args.scheduler:
+        given += ["--scheduler", args.scheduler]
+    if args.timeout:
+        given += ["--timeout", f"{args.timeout:g}"]
+    if not args.sandbox:
+        given.append("--no-sandbox")
+    return [shlex.quote(word) for word in given]
 
 
 def autograde(args: argparse.Namespace, course: Course) -> int:
     from . import autograde as pipeline
 
     lessons = released_lessons(args, course)
+    course.check_gradebook()  # this course's, before anything is collected
+    with pipeline.course_lock(course):  # before collect: a second run changes nothing
+        return _autograde(args, course, lessons)
+
+
+def _autograde(args: argparse.Namespace, course: Course, lessons: list[str] | None) -> int:
+    from . import autograde as pipeline
+
     passed_over = collect_lessons(course, lessons) if args.collect else False
     jobs, problems = pipeline.find_jobs(course, lessons, args.student)
     course.check_gradebook({lesson for _, lesson in jobs})
@@ -267,7 +332,16 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
     idle = [lesson for lesson in lessons or course.lessons() if lesson not in waiting]
     if idle:
         print(f"no submissions for {', '.join(idle)}: skipped")
+    if not args.all:
+        jobs, current = pipeline.changed_jobs(course, jobs)
+        if current:
+            print(
+                f"{len(current)} submission(s) unchanged since their grade: not graded again "
+                "(--all grades them again)"
+            )
     extra = {"timeout": args.timeout} if args.timeout else {}
+    if args.wait is not None:
+        extra["wait"] = args.wait
     outcomes = pipeline.autograde(
         course,
         jobs=jobs,
@@ -283,7 +357,7 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
         f"gradebook: {course.gradebook_name()}"
     )
     for outcome in failed:
-        print(rerun_line(outcome), file=sys.stderr)
+        print(rerun_line(outcome, rerun_options(args)), file=sys.stderr)
     if args.feedback:
         make_feedback(course, lessons)
     if args.export:
@@ -293,6 +367,30 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
     if failed:
         return FAILED
     return SKIPPED if (passed_over or problems) and args.strict else OK
+
+
+def regrade(args: argparse.Namespace, course: Course) -> int:
+    from graders.notebook import render
+
+    from .regrade import reproduce
+    from .release import course_site
+
+    student, lesson = args.reproduce
+    released_lessons(argparse.Namespace(lessons=[lesson]), course)
+    extra = {"timeout": args.timeout} if args.timeout else {}
+    done = reproduce(course, student, lesson, sandbox=args.sandbox, **extra)
+    for row in done.rows:
+        print(render(row, autograde=False, site=course_site(course))[0], end="")
+    if done.differences:
+        print(f"{student}/{lesson}: NOT reproduced; differences from the grading of {done.graded}:")
+        for line in done.differences:
+            print(f"  {line}")
+        return FAILED
+    print(
+        f"{student}/{lesson}: reproduced: the same points and messages as the grading of "
+        f"{done.graded}"
+    )
+    return OK
 
 
 def feedback(args: argparse.Namespace, course: Course) -> int:
@@ -362,6 +460,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Course], int]] = {
     "release": release,
     "collect": collect,
     "autograde": autograde,
+    "regrade": regrade,
     "feedback": feedback,
     "export": export,
     "report": report,

@@ -17,12 +17,16 @@ Two stages, overlapped:
 2. *Recording* (this process only, as results arrive): each batch of results that arrived
    together is written to ``results/STUDENT/LESSON.json`` and recorded in the gradebook in one
    transaction (:mod:`.gradebook`): the autograded notebook, each check's points, the
-   per-check history the class report reads. A second ``autograde`` on the same course folder
-   is kept off by a lock file.
+   per-check history the class report reads, and in :mod:`.gradings` the files and secret
+   seed of the grade (``regrade --reproduce`` grades them again). A second ``autograde`` on the
+   same course folder is kept off by a lock file, taken before anything is collected.
 
-A timeout, crash or hostile submission costs only the checks it affects (the harness fails
-those checks and goes on); a submission whose grading run died outright keeps the checks its
-report already holds and gets 0 for the rest. Then ``generate_feedback`` and the exports.
+Only submissions new or changed since their grade are given (``changed_jobs``) unless all
+are asked for. A timeout, crash or hostile submission costs only the checks it affects (the
+harness fails those checks and goes on); a submission whose grading run died outright keeps
+the checks its report already holds and gets 0 for the rest. A grading that graded nothing at
+all failed by the grader's doing: it replaces no grade and is recorded as failed, with its
+cause. Then ``generate_feedback`` and the exports.
 
 Plain ``nbgrader autograde`` in the course folder still works: the notebook's cells then grade
 the submission themselves (:mod:`.notebook`), one kernel per submission.
@@ -35,6 +39,7 @@ import fcntl
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,10 +51,11 @@ from core.manifest import load_manifest
 from graders.notebook import fingerprint, student_files
 from graders.report import write_json_atomic
 
+from . import gradings
 from .course import PACKAGE, Course
 from .errors import SetupError
 from .gradebook import Graded, Recorder
-from .grading import DEFAULT_TIMEOUT, grade_files, graded_any
+from .grading import DEFAULT_TIMEOUT, grade_files, graded_any, secret_seed, stop_running
 from .nbgrader_api import api
 
 if TYPE_CHECKING:
@@ -132,29 +138,58 @@ def grade_one(
     results: Path | None = None,
     sandbox: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
-) -> dict:
-    """Grade one submission here; write and return results/STUDENT/LESSON.json (what a plain
-    ``nbgrader autograde`` cell asks for when no report is there yet)."""
+) -> dict | None:
+    """Grade one submission here (what a plain ``nbgrader autograde`` cell asks for when no
+    report is there yet): write and return results/STUDENT/LESSON.json, keeping the seed in
+    :mod:`.gradings`. A grading that graded nothing writes no report: it is recorded as failed,
+    and nbgrader then keeps the grade already there (:class:`.preprocessors.KeepGradeOnFailure`)."""
     files, digest = submission_files(course, student, lesson, submission)
     graded = grade_files(lesson, files, sandbox=sandbox, timeout=timeout)
-    return save_result(results or course.results, student, lesson, digest, graded)
+    if not graded_any(graded["report"]):
+        cause = graded["error"] or "the grading run graded no check"
+        gradings.failed(course.root, student, lesson, digest, cause)
+        return None
+    saved = save_result(results or course.results, student, lesson, digest, graded)
+    stamp = _timestamp(course, student, lesson)
+    gradings.graded(course.root, student, lesson, digest, stamp, graded["seed"])
+    return saved
 
 
 # -- stage 2: recording, and the whole run -------------------------------------------------------
 
 
+_held: set[Path] = set()  # the course folders whose lock this process holds
+
+
 @contextlib.contextmanager
 def course_lock(course: Course) -> Iterator[None]:
-    """One autograde at a time per course directory (the gradebook has one writer)."""
+    """One autograde at a time per course directory (the gradebook has one writer), taken
+    before anything is collected; the holder may take it again (collect, then grade)."""
+    if course.root in _held:
+        yield
+        return
     course.root.mkdir(parents=True, exist_ok=True)
-    with open(course.root / ".autograde.lock", "w") as handle:
+    path = course.root / ".autograde.lock"
+    with open(path, "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RuntimeError(f"another autograde is running on {course.root}") from None
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise SetupError(
+                f"another autograde ({holder}) is grading {course.root}: wait for it to end "
+                "and run this one again (nothing was collected or graded)"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, since {time.strftime('%H:%M:%S')}\n")
+        handle.flush()
+        _held.add(course.root)
         try:
             yield
         finally:
+            _held.discard(course.root)
+            handle.truncate(0)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
@@ -227,13 +262,43 @@ def local_cluster_options() -> dict[str, Any]:
     return {"processes": True, "protocol": "tls://", "host": "127.0.0.1", "security": security}
 
 
+TLS_SETTINGS = {  # Dask's configuration a client over TLS needs, and its variable
+    "distributed.comm.tls.ca-file": "DASK_DISTRIBUTED__COMM__TLS__CA_FILE",
+    "distributed.comm.tls.client.cert": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT",
+    "distributed.comm.tls.client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY",
+}
+DEFAULT_WAIT = 300.0  # seconds autograde waits for a cluster with no worker before it gives up
+SAY_EVERY = 15.0  # seconds between the lines that say autograde is still waiting
+
+
+def missing_tls_settings(address: str) -> list[str]:
+    """The variables of :data:`TLS_SETTINGS` a ``tls://`` scheduler needs that Dask's
+    configuration lacks (none for another protocol)."""
+    if not address.startswith("tls://"):
+        return []
+    import dask
+
+    return [var for key, var in TLS_SETTINGS.items() if not dask.config.get(key, None)]
+
+
 class Engine:
     """Runs grading tasks and hands back their results in batches (those that finished
     together). ``dask``: a Dask distributed cluster (a LocalCluster unless given a scheduler's
-    address); ``threads``: a thread pool in this process (no Dask needed)."""
+    address); ``threads``: a thread pool in this process (no Dask needed). A cluster that has
+    had no worker for ``wait`` seconds (at the start or later) ends the run with one line;
+    ``say`` gets a line every :data:`SAY_EVERY` seconds while it waits."""
 
-    def __init__(self, kind: str = "dask", workers: int = 2, scheduler: str | None = None):
+    def __init__(
+        self,
+        kind: str = "dask",
+        workers: int = 2,
+        scheduler: str | None = None,
+        *,
+        wait: float = DEFAULT_WAIT,
+        say: Callable[[str], None] = print,
+    ):
         self.kind, self.workers, self.scheduler = kind, max(1, workers), scheduler
+        self.wait, self.say = wait, say
         self.client: Any = None
         self.cluster: Any = None
         self.pool: Any = None
@@ -251,9 +316,17 @@ class Engine:
                 ) from None
 
             if self.scheduler:
+                missing = missing_tls_settings(self.scheduler)
+                if missing:
+                    raise SetupError(
+                        f"the scheduler {self.scheduler} speaks TLS and Dask has no credentials "
+                        f"for it: set {', '.join(missing)} to the files of your cluster's CA, "
+                        "certificate and key"
+                    )
+                self.say(f"connecting to the Dask scheduler {self.scheduler} (up to 30 s)")
                 try:
                     self.client = Client(self.scheduler, timeout=30)
-                except (OSError, TimeoutError, ValueError) as error:
+                except (OSError, TimeoutError, ValueError, TypeError) as error:
                     raise SetupError(
                         f"cannot reach the Dask scheduler {self.scheduler} ({one_line(error)}): "
                         "start it (`dask scheduler`) or grade here without --scheduler"
@@ -279,7 +352,30 @@ class Engine:
         if self.cluster is not None:
             self.cluster.close()
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            # Interrupted: the running grading runs are stopped (autograde's scratch does it);
+            # waiting for them here would wait their whole time limit.
+            self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+    def _workers(self) -> int:
+        return len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+
+    def _waited(self, since: float, said: float) -> float:
+        """While the cluster has no worker: a line now and then, and the end after ``wait``
+        seconds. Returns when it last said something."""
+        waited = time.monotonic() - since
+        if waited >= self.wait:
+            where = self.scheduler or "the local cluster"
+            raise SetupError(
+                f"no Dask worker joined {where} in {self.wait:g} s: start one "
+                f"(`dask worker {where}`), or give --wait more seconds"
+            )
+        if time.monotonic() - said >= SAY_EVERY:
+            self.say(
+                f"waiting for a Dask worker on {self.scheduler or 'the local cluster'} "
+                f"({waited:.0f} of {self.wait:g} s)"
+            )
+            return time.monotonic()
+        return said
 
     def run(
         self, tasks: dict[Any, tuple[Callable, tuple, dict]]
@@ -302,7 +398,17 @@ class Engine:
                 for rank, (key, (fn, args, kwargs)) in enumerate(tasks.items())
             }
             done = as_completed(list(futures), with_results=True, raise_errors=False)
-            for batch in done.batches():
+            lonely, said = None, -SAY_EVERY  # since when the cluster has had no worker
+            while not done.is_empty():
+                batch = done.next_batch(block=False)
+                if not batch:
+                    if self._workers():
+                        lonely = None
+                    else:
+                        lonely = lonely or time.monotonic()
+                        said = self._waited(lonely, said)
+                    time.sleep(0.5)
+                    continue
                 # A failed task's "result" is Dask's (type, exception, traceback) tuple.
                 yield [
                     (futures[f], None, r[1]) if f.status == "error" else (futures[f], r, None)
@@ -337,9 +443,12 @@ def autograde(
     scheduler: str | None = None,
     grader: Callable[..., dict[str, Any]] | None = None,
     jobs: list[tuple[str, str]] | None = None,
+    wait: float = DEFAULT_WAIT,
 ) -> list[Outcome]:
     """Grade (in parallel, on the engine) and record (in batches, here) the chosen submissions.
-    ``grader`` replaces :func:`grade_files` (same signature), for tests and benchmarks."""
+    ``grader`` replaces :func:`grade_files` (same signature), for tests and benchmarks.
+    A grading that graded nothing (the grader's failure, not the student's) replaces no grade:
+    it is recorded as failed in :mod:`.gradings`, with its cause."""
     from .release import course_site
 
     if jobs is None:
@@ -349,7 +458,8 @@ def autograde(
         return []
     course.check_gradebook({lesson for _, lesson in jobs})
     grader = grader or grade_files
-    with course_lock(course):
+    with course_lock(course), _scratch(scheduler) as scratch:
+        base = {"sandbox": sandbox, "timeout": timeout, "scratch": scratch}
         tasks: dict[Any, tuple[Callable, tuple, dict]] = {}
         stamps: dict[tuple[str, str], str | None] = {}
         for student, lesson in jobs:
@@ -357,14 +467,14 @@ def autograde(
             outcome.notes += sanitize_submission(course, student, lesson)
             files, digest = submission_files(course, student, lesson)
             stamps[(student, lesson)] = _timestamp(course, student, lesson)
-            kwargs = {"sandbox": sandbox, "timeout": timeout}
+            kwargs = {**base, "seed": secret_seed()}
             tasks[(student, lesson, digest[:16])] = (grader, (lesson, files), kwargs)
         digests = {key[:2]: key[2] for key in tasks}
         with Recorder(course, site=course_site(course)) as recorder:
-            earlier = _attempt_tasks(course, jobs, recorder, tasks, grader, kwargs)
+            earlier = _attempt_tasks(course, jobs, recorder, tasks, grader, base)
             with (
                 _Progress(len(jobs), enabled=progress) as bar,
-                Engine(engine, workers, scheduler) as pool,
+                Engine(engine, workers, scheduler, wait=wait, say=bar.say) as pool,
             ):
                 for batch in pool.run(tasks):
                     ready, attempts = [], []
@@ -380,14 +490,19 @@ def autograde(
                                 attempts.append(Graded(*job, digest, result["report"], stamp))
                             continue
                         bar.graded("/".join(job))
-                        if error is not None:
-                            outcome.notes.append(f"grading failed: {one_line(error)}")
+                        _files, digest = submission_files(course, *job)
+                        if error is not None or not graded_any(result["report"]):
+                            cause = (
+                                one_line(error)
+                                if error is not None
+                                else result["error"] or "the grading run graded no check"
+                            )
+                            _failed(course, outcome, digest, cause)
                             continue
-                        outcome.graded = graded_any(result["report"])
+                        outcome.graded = True
                         outcome.seconds = result["seconds"]
                         if result["error"]:
                             outcome.notes.append(result["error"])
-                        _files, digest = submission_files(course, *job)
                         if digest[:16] != digests[job]:
                             outcome.notes.append("the submission changed while it was graded")
                             outcome.graded = False
@@ -397,11 +512,60 @@ def autograde(
                             Graded(*job, digest, result["report"], stamps[job], result["error"])
                         )
                     _record(recorder, ready, outcomes)
+                    for graded in ready:
+                        if outcomes[(graded.student, graded.lesson)].recorded:
+                            seed = tasks[(graded.student, graded.lesson, graded.fingerprint[:16])]
+                            gradings.graded(
+                                course.root,
+                                graded.student,
+                                graded.lesson,
+                                graded.fingerprint,
+                                graded.timestamp,
+                                seed[2]["seed"],
+                            )
                     _record_attempts(recorder, attempts, outcomes)
                     for key, _result, _error in batch:
                         if key not in earlier:
                             bar.recorded(outcomes[key[:2]])
     return [outcomes[job] for job in jobs]
+
+
+def _failed(course: Course, outcome: Outcome, digest: str, cause: str) -> None:
+    """A grading that failed by the grader's doing: recorded as such, the grade left alone."""
+    gradings.failed(course.root, outcome.student, outcome.lesson, digest, cause)
+    outcome.notes.append(f"{cause}; the grade already recorded (if any) stands")
+
+
+@contextlib.contextmanager
+def _scratch(scheduler: str | None) -> Iterator[str | None]:
+    """A folder of this run's own for the submissions being graded on this machine (none for
+    a remote cluster's workers, which clean up after each task): removed however the run
+    ends, an interrupted one included."""
+    if scheduler:
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="course-autograde-")
+    try:
+        yield folder
+    finally:
+        stop_running()  # an interrupted run's grading runs in this process (threads engine)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def changed_jobs(
+    course: Course, jobs: list[tuple[str, str]]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The submissions whose files or timestamp differ from those of their recorded grade
+    (or whose last grading failed), and the others (already graded as they are)."""
+    todo, current = [], []
+    for student, lesson in jobs:
+        _files, digest = submission_files(course, student, lesson)
+        stamp = _timestamp(course, student, lesson)
+        if gradings.is_current(course.root, student, lesson, digest, stamp):
+            current.append((student, lesson))
+        else:
+            todo.append((student, lesson))
+    return todo, current
 
 
 def _attempt_tasks(
@@ -498,6 +662,10 @@ class _Progress:
         if self.progress is not None:
             self.progress.update(self.grading, advance=1, last=name)
 
+    def say(self, line: str) -> None:
+        """A line between the bars (a wait, a warning), whatever the terminal."""
+        (self.progress.console if self.progress is not None else self.console).print(line)
+
     def recorded(self, outcome: Outcome) -> None:
         line = f"{outcome.student}/{outcome.lesson}: {outcome.points:g} of {outcome.max_points:g}"
         if outcome.notes:
@@ -512,29 +680,64 @@ class _Progress:
 def feedback(course: Course, lessons: list[str] | None = None) -> tuple[list[str], list[str]]:
     """nbgrader generate_feedback for every autograded submission, hidden tests stripped,
     each student's folder then holding what is theirs: the HTML and their lesson module.
-    Returns the files made and the lessons skipped for want of autograded submissions."""
+    Returns the files made and the lessons skipped for want of autograded submissions.
+
+    Refused, in one line, with a gradebook of another course, or one without the grades of
+    autograded/. nbgrader writes into a staging folder; a student's feedback for a lesson is
+    replaced only by a new one, so a failure leaves the feedback already there as it was."""
+    lessons = lessons or course.lessons()
+    course.check_gradebook(lessons)
     made, skipped = [], []
+    staging = course.root / ".feedback-staging"
     nbgrader = None
-    for lesson in lessons or course.lessons():
-        if not any(course.autograded.glob(f"*/{lesson}/{lesson}.ipynb")):
-            skipped.append(lesson)
-            continue
-        nbgrader = nbgrader or api(course)
-        result = nbgrader.generate_feedback(lesson, force=True)
-        if not result.get("success"):
-            log = (result.get("error") or result.get("log") or "").strip().splitlines()
-            raise RuntimeError(
-                f"nbgrader generate_feedback {lesson} failed: {log[-1] if log else 'no log'}"
-            )
-        own = f"{PACKAGE}/{load_manifest().lesson(lesson).module}.py"
-        for folder in course.feedback.glob(f"*/{lesson}"):
-            keep_only_theirs(folder, own)
-            graded = course.autograded / folder.parent.name / lesson / own
-            if graded.is_file() and not graded.is_symlink() and not (folder / own).exists():
-                (folder / own).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(graded, folder / own)
-        made += [str(p) for p in sorted(course.feedback.glob(f"*/{lesson}/*.html"))]
+    try:
+        for lesson in lessons:
+            students = sorted(p.parent.name for p in course.autograded.glob(f"*/{lesson}"))
+            if not any(course.autograded.glob(f"*/{lesson}/{lesson}.ipynb")):
+                skipped.append(lesson)
+                continue
+            _check_grades(course, lesson, students)
+            shutil.rmtree(staging, ignore_errors=True)
+            nbgrader = nbgrader or api(course, feedback_directory=staging.name)
+            result = nbgrader.generate_feedback(lesson, force=True)
+            if not result.get("success"):
+                log = (result.get("error") or result.get("log") or "").strip().splitlines()
+                raise SetupError(
+                    f"nbgrader generate_feedback {lesson} failed "
+                    f"({log[-1] if log else 'no log'}): the feedback already there is unchanged"
+                )
+            own = f"{PACKAGE}/{load_manifest().lesson(lesson).module}.py"
+            for folder in sorted(staging.glob(f"*/{lesson}")):
+                keep_only_theirs(folder, own)
+                graded = course.autograded / folder.parent.name / lesson / own
+                if graded.is_file() and not graded.is_symlink() and not (folder / own).exists():
+                    (folder / own).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(graded, folder / own)
+                dest = course.feedback / folder.parent.name / lesson
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if dest.exists():
+                    shutil.rmtree(dest)
+                os.replace(folder, dest)
+            made += [str(p) for p in sorted(course.feedback.glob(f"*/{lesson}/*.html"))]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return made, skipped
+
+
+def _check_grades(course: Course, lesson: str, students: list[str]) -> None:
+    """Refuse a gradebook that holds none of the submissions of ``autograded/*/LESSON``
+    (another semester's, say): their feedback would be made from grades that are not theirs."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        known = {s.student.id for s in gb.find_assignment(lesson).submissions}
+    missing = [student for student in students if student not in known]
+    if missing and len(missing) == len(students):
+        raise SetupError(
+            f"the gradebook {course.gradebook_name()} has no grade for {missing[0]}/{lesson}, "
+            "which autograded/ holds: it is not this course's gradebook; point --gradebook "
+            "(or $COURSE_GRADEBOOK_URL) at the one autograde recorded into (nothing was changed)"
+        )
 
 
 def keep_only_theirs(folder: Path, own: str) -> None:

@@ -12,6 +12,7 @@
     submitted/STUDENT/LESSON/    submissions, nbgrader's layout
     autograded/ feedback/   nbgrader's outputs
     results/STUDENT/LESSON.json  the grading harness's reports (ours; instructors only)
+    gradings.json           each grade's files and secret seed, failed gradings (owner only)
     grades.csv grades-by-check.csv   exports
 
 The rest of the course's setup has a module each: the gradebook's URL (:mod:`.gradebook_url`),

@@ -12,6 +12,7 @@ to do: release into it, or copy the old one's data over.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
@@ -46,7 +47,13 @@ def given(option: str | None) -> str | None:
 
 
 def resolve(root: Path, option: str | None = None) -> str:
-    return given(option) or remembered(root) or default_url(root)
+    return normalized(given(option) or remembered(root) or default_url(root))
+
+
+def normalized(url: str) -> str:
+    """``url`` as SQLAlchemy names its scheme: ``postgres://`` (Heroku's and libpq's spelling,
+    which SQLAlchemy refuses) is ``postgresql://``."""
+    return re.sub(r"^postgres(?=[:+])", "postgresql", url)
 
 
 def remember(root: Path, url: str) -> None:

@@ -8,11 +8,14 @@ pays for before it grades anything (nbformat's schema validator alone costs a se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,10 @@ from .course import PACKAGE
 
 DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
 ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
+# The grading runs this process has going (the threads engine grades in this process): what an
+# interrupted autograde stops, for they run in sessions of their own that Ctrl-C never reaches.
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
 
 
 def grade_files(
@@ -33,12 +40,19 @@ def grade_files(
     *,
     sandbox: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
+    seed: int | None = None,
+    scratch: str | None = None,
 ) -> dict[str, Any]:
     """Grade one submission's package with the harness (public and hidden checks) in a process
-    of its own; runs on a cluster worker. Returns ``{"report", "error", "seconds", "log"}``."""
+    of its own; runs on a cluster worker. ``seed`` decides the checks' inputs (default: a new
+    secret one); the submission is written to a temporary folder in ``scratch`` where that
+    folder exists here (the run's own, which an interrupted autograde removes), else in the
+    system's. Returns ``{"report", "error", "seconds", "log", "seed"}``."""
     started = time.monotonic()
     error, report, output = None, None, b""
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
+    seed = seed or secret_seed()
+    where = scratch if scratch and os.path.isdir(scratch) else None
+    with tempfile.TemporaryDirectory(prefix="course-grade-", dir=where) as tmp:
         target = Path(tmp) / PACKAGE
         for rel, data in files.items():
             path = target / rel
@@ -56,27 +70,15 @@ def grade_files(
         env["PYTHONPATH"] = str(ROOT)
         # Inputs no release holds, drawn from a secret of this submission's own (never passed
         # to the sandbox): recorded answers earn nothing here (graders/answers.py).
-        env["COURSE_INPUT_SEED"] = str(secret_seed())
+        env["COURSE_INPUT_SEED"] = str(seed)
         for _attempt in range(ATTEMPTS):
             error, report = None, None
-            try:
-                proc = subprocess.run(
-                    command,
-                    cwd=ROOT,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    timeout=timeout,
-                    start_new_session=True,
-                    preexec_fn=die_with_parent,
-                )
-                output += proc.stdout[-(1 << 20) :]
-                if proc.returncode != 0:
-                    error = f"the grading run exited with status {proc.returncode}"
-            except subprocess.TimeoutExpired as expired:
-                output += (expired.stdout or b"")[-(1 << 20) :]
+            status, out = _run(command, env, timeout)
+            output += out[-(1 << 20) :]
+            if status is None:
                 error = f"the grading run took longer than {timeout:g} s and was stopped"
+            elif status != 0:
+                error = f"the grading run exited with status {status}"
             try:
                 report = json.loads(report_path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -93,7 +95,46 @@ def grade_files(
         "error": error,
         "seconds": round(time.monotonic() - started, 2),
         "log": output.decode("utf-8", "replace"),
+        "seed": seed,
     }
+
+
+def _run(command: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:
+    """Run the harness; its exit status (None when stopped at ``timeout``) and its output."""
+    proc = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=die_with_parent,
+    )
+    with _running_lock:
+        _running.add(proc)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        out, _ = proc.communicate()
+        return None, out
+    finally:
+        with _running_lock:
+            _running.discard(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the harness and what it started
+
+
+def stop_running() -> None:
+    """Stop every grading run of this process (an interrupted autograde)."""
+    with _running_lock:
+        for proc in list(_running):
+            _stop(proc)
 
 
 def secret_seed() -> int:

@@ -35,8 +35,9 @@ def write_config_file(course: Course) -> Path:
     return path
 
 
-def api(course: Course) -> Any:
-    """nbgrader's API for this course, configured as above, logging quietly."""
+def api(course: Course, **options: Any) -> Any:
+    """nbgrader's API for this course, configured as above (and ``options`` of
+    nbgrader's CourseDirectory), logging quietly."""
     import warnings
 
     from nbgrader.apps import NbGraderAPI
@@ -45,5 +46,7 @@ def api(course: Course) -> Any:
     # nbgrader 0.9 with SQLAlchemy 2.x: harmless autoflush warnings on every autograde.
     warnings.filterwarnings("ignore", message=".*not in session.*")
     config = nbgrader_config(course)
+    for name, value in options.items():
+        setattr(config.CourseDirectory, name, value)
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)

@@ -35,7 +35,7 @@ def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = Non
     from .collect import SubmissionCollector
     from .export import GradesExport
     from .kernel import CourseExecute
-    from .preprocessors import HideHiddenTests, RebuildFromGradebook
+    from .preprocessors import HideHiddenTests, KeepGradeOnFailure, RebuildFromGradebook
 
     course = root if isinstance(root, Course) else Course.at(root)
     manifest = manifest or load_manifest()
@@ -57,9 +57,12 @@ def configure(c: Any, root: Course | Path | str, manifest: Manifest | None = Non
         OverwriteCells,
         CheckCellMetadata,
     ]
-    # nbgrader's own steps, with the Execute step that gives kernels their environment.
+    # nbgrader's own steps, with the Execute step that gives kernels their environment,
+    # followed by the step that keeps a grade when the grading failed by its own doing.
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
-    c.Autograde.autograde_preprocessors = [CourseExecute if s is Execute else s for s in steps]
+    c.Autograde.autograde_preprocessors = [
+        new for s in steps for new in ([CourseExecute, KeepGradeOnFailure] if s is Execute else [s])
+    ]
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.extra_arguments = [
         "--HistoryManager.hist_file=:memory:",

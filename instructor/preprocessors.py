@@ -7,6 +7,11 @@ Whatever the student did to the notebook (cells added, deleted, edited, moved, r
 forged nbgrader metadata or duplicate ids) is gone: their work lives in ``exercises/``, not in
 the notebook, so nothing of value is lost. Hidden tests come back with the source cells.
 
+``KeepGradeOnFailure`` (autograde, right after the Execute step): a grading that failed by
+the grader's own doing (a cell that raised, such as a kernel without the graders; no report
+of these very files; a report that graded no check) stops nbgrader before it saves grades, so
+the grade already there stays; the failure and its cause go to :mod:`.gradings`.
+
 ``HideHiddenTests`` (generate_feedback): cells that hold a ``### BEGIN HIDDEN TESTS`` block
 lose the block and every output except the number nbgrader scored, so the feedback HTML shows
 a hidden check's points and nothing of what it tested.
@@ -14,6 +19,9 @@ a hidden check's points and nothing of what it tested.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 from nbformat import from_dict
@@ -74,6 +82,65 @@ class RebuildFromGradebook(NbGraderPreprocessor):
         nb.cells = cells
         nb.nbformat_minor = min(nb.get("nbformat_minor", 4), 4)
         return nb, resources
+
+
+class GradingFailed(Exception):
+    """A grading failed by the grader's doing; nbgrader saves no grade for it."""
+
+
+class KeepGradeOnFailure(NbGraderPreprocessor):
+    """Stop nbgrader before it saves the grades of a grading that failed by its own doing."""
+
+    def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
+        info = resources["nbgrader"]
+        here = Path(resources["metadata"]["path"])  # COURSE/autograded/STUDENT/LESSON
+        student, lesson = info["student"], info["assignment"]
+        cause = failure(nb, here, student, lesson)
+        if cause:
+            from . import gradings
+
+            gradings.failed(here.parents[2], student, lesson, _fingerprint(here, lesson), cause)
+            raise GradingFailed(
+                f"grading {student}/{lesson} failed ({cause}): its grade was not replaced; "
+                "run nbgrader autograde again once the cause is fixed"
+            )
+        return nb, resources
+
+
+def failure(nb: Any, here: Path, student: str, lesson: str) -> str | None:
+    """Why the grading of the notebook ``nb``, executed in ``here``, is not the grader's
+    verdict on these files (None when it is)."""
+    from graders.notebook import RESULTS_ENV
+
+    from .grading import graded_any
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return f"{out.get('ename')}: {out.get('evalue')}"
+    results = Path(os.environ.get(RESULTS_ENV) or here.parents[2] / "results")
+    try:
+        result = json.loads((results / student / f"{lesson}.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return "no grading report was written"
+    if result.get("fingerprint") != _fingerprint(here, lesson):
+        return "the grading report is not of these files"
+    if not graded_any(result.get("report")):
+        return result.get("error") or "the grading run graded no check"
+    return None
+
+
+def _fingerprint(here: Path, lesson: str) -> str:
+    """The fingerprint of the submission's files in ``here`` (as the notebook's cells and
+    autograde compute it)."""
+    from core.manifest import load_manifest
+    from graders.notebook import fingerprint, student_files
+
+    from .course import PACKAGE
+
+    source = here.parents[2] / "source" / lesson / PACKAGE
+    module = load_manifest().lesson(lesson).module
+    return fingerprint(student_files(source, here / PACKAGE, module))
 
 
 class HideHiddenTests(NbGraderPreprocessor):

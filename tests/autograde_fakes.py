@@ -10,18 +10,24 @@ JSON report would. Importable by Dask's worker processes (they get the test run'
     # IMPORT-ERROR SyntaxError: ... (line 3)      the module fails to import: no check runs
     # SLEEP 1.5                                   takes that long (a task still in flight)
     # RAISE                                       the grading task itself raises
+    # BROKEN                                      the harness grades nothing (its own failure)
+
+The seed it is given shows in every failed check's detail (``seed N``), as a drawn input would.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 MARK = re.compile(r"^#\s*FAIL\s+([\w.-]+)(?:=([\w.-]+))?\s*$", re.M)
 SLEEP = re.compile(r"^#\s*SLEEP\s+([\d.]+)\s*$", re.M)
 RAISE = re.compile(r"^#\s*RAISE\s*$", re.M)
 IMPORT_ERROR = re.compile(r"^#\s*IMPORT-ERROR\s+(.+)$", re.M)
+BROKEN = re.compile(r"^#\s*BROKEN\s*$", re.M)
 
 
 class GradingTaskError(RuntimeError):
@@ -36,8 +42,30 @@ def marks(fails: dict[str, str | None], sleep: float = 0.0) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def submit(
+    course: Path, student: str, fails: dict, *, lesson: str = "embeddings", sleep: float = 0.0
+) -> Path:
+    """``submitted/STUDENT/LESSON/`` of the course folder ``course``: the released lesson, its
+    module marked to fail ``fails`` (see :func:`marks`). Returns the folder."""
+    from core.manifest import load_manifest
+
+    dest = course / "submitted" / student / lesson
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(course / "release" / lesson, dest)
+    module = dest / "exercises" / f"{load_manifest().lesson(lesson).module}.py"
+    module.write_text(module.read_text() + marks(fails, sleep))
+    return dest
+
+
 def fake_grade(
-    lesson: str, files: dict[str, bytes], *, sandbox: bool = True, timeout: float = 900.0
+    lesson: str,
+    files: dict[str, bytes],
+    *,
+    sandbox: bool = True,
+    timeout: float = 900.0,
+    seed: int | None = None,
+    scratch: str | None = None,
 ) -> dict[str, Any]:
     from core.manifest import load_manifest
 
@@ -51,9 +79,11 @@ def fake_grade(
         time.sleep(float(sleep.group(1)))
     from graders.hints import NOT_IMPLEMENTED, TIMED_OUT
 
-    broken = IMPORT_ERROR.search(text)
-    if broken:
+    seed = seed or 1
+    import_error = IMPORT_ERROR.search(text)
+    if import_error:
         fails = dict.fromkeys((c.id for c in about.checks), "import")
+    broken = bool(BROKEN.search(text))
     rows = []
     for check in about.checks:
         passed = check.id not in fails
@@ -75,7 +105,15 @@ def fake_grade(
                 "hint": hint,
                 "link": check.link,
                 "url": check.url,
-                "detail": "not run (module failed to import)" if broken else None,
+                "detail": (
+                    "not run (module failed to import)"
+                    if import_error
+                    else "not graded"
+                    if broken
+                    else None
+                    if passed
+                    else f"seed {seed}"
+                ),
                 "hidden": check.hidden,
             }
         )
@@ -93,9 +131,16 @@ def fake_grade(
                 "title": about.title,
                 "points": points,
                 "max_points": most,
-                "import_error": broken.group(1) if broken else None,
+                "import_error": import_error.group(1) if import_error else None,
                 "checks": rows,
             }
         ],
     }
-    return {"report": report, "error": None, "seconds": 0.0, "log": ""}
+    if broken:
+        for row in rows:
+            row.update(points=0, passed=False, hint=None)
+        report.update(points=0, complete=False)
+        report["lessons"][0]["points"] = 0
+        error = "the grading run exited with status 1"
+        return {"report": report, "error": error, "seconds": 0.0, "log": "", "seed": seed}
+    return {"report": report, "error": None, "seconds": 0.0, "log": "", "seed": seed}

@@ -49,6 +49,7 @@ SKIPPED = {
     "on a file outside the repository",
     "python bench/grading_latency.py": "a benchmark: minutes",
     "python bench/autograde_throughput.py": "a benchmark: minutes",
+    "python bench/hint_share.py": "a benchmark: grades every planted variant, minutes",
     # An external Dask cluster over TLS: machines and certificates of the reader's own;
     # tests/instructor/test_dask_cluster.py starts a scheduler and a worker apart, over TLS.
     "cd REPO && export PYTHONPATH=$PWD": "a placeholder folder, on each cluster machine",

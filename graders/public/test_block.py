@@ -11,7 +11,11 @@ from torch import Tensor
 
 from graders.answers import later, oracle
 from graders.checking import (
+    AnyOf,
     as_tensor,
+    close,
+    diagnose,
+    difference,
     drawn,
     expect_close,
     fail,
@@ -116,10 +120,23 @@ def document_mask(docs: list[list[int]]) -> torch.Tensor:
 
 # -- calling, with the mistakes that raise ---------------------------------------------------
 
-RAISED = {
-    "cannot be multiplied": "weight-not-transposed",
-    "'lm_head.weight'": "untied-head",
-    "'NoneType'": "bias-none",
+RAISED = (
+    ("cannot be multiplied", "weight-not-transposed"),
+    ("'lm_head.weight'", "untied-head"),
+    ("not NoneType", "untied-head"),  # F.linear(x, params.get("lm_head.weight"))
+    ("'NoneType'", "bias-none"),
+    ("must match the size of tensor", "wrong-axis"),  # a mean without keepdim
+)
+
+# The ways one mistake is written (the oracle's ``key:form``; "" is the key alone).
+FORMS = {
+    "wrong-axis": ("", "first", "all"),
+    "no-affine": ("", "weight-only", "bias-only"),
+    "no-cube": ("", "x-alone", "linear"),
+    "wrong-constant": ("", "pi-over-2", "no-half"),
+    "qkv-order": ("kqv", "vkq", "qvk", "kvq", "vqk"),
+    "no-bias": ("", "c-attn", "c-proj"),
+    "heads-interleaved": ("", "merged-interleaved"),
 }
 
 
@@ -129,17 +146,34 @@ def call(student, function: str, *args, what: str, allowed: tuple[str, ...] = ()
     try:
         return student.call(function, *args)
     except StudentError as error:
-        for text, key in RAISED.items():
+        for text, key in RAISED:
             if key in allowed and text in error.message:
                 fail(f"{what} raised {error.type_name}: {error.message}", key)
         raise
 
 
-def check(student, function, args, what, keys, *, raised=(), **tolerance):
-    """Compare the student's ``function(*args)`` with the oracle's, diagnosing ``keys``."""
+def check(student, function, args, what, keys, *, raised=(), near=None, **tolerance):
+    """Compare the student's ``function(*args)`` with the oracle's, diagnosing ``keys`` (each
+    in every form it is written in); ``near``: the mistake an answer close to the right one
+    shows when no key matches it (a mistyped constant)."""
     out = call(student, function, *args, what=what, allowed=raised)
     expected = getattr(oracle, function)(*args)
-    mistakes = {key: getattr(later, function)(*args, mistake=key) for key in keys}
+    answer = getattr(later, function)
+    mistakes = {
+        key: AnyOf(
+            *(answer(*args, mistake=f"{key}:{f}" if f else key) for f in FORMS.get(key, ("",)))
+        )
+        for key in keys
+    }
+    value = as_tensor(out, what)
+    if (
+        near is not None
+        and value.shape == expected.shape
+        and not close(value, expected, **tolerance)
+        and close(value, expected, rtol=1e-2, atol=1e-3)
+    ):
+        detail = f"{what} is close but wrong: {difference(value, expected)}"
+        diagnose(value, mistakes, detail=detail, otherwise=near, **tolerance)
     expect_close(out, expected, what, mistakes=mistakes, **tolerance)
 
 
@@ -162,9 +196,11 @@ def test_layer_norm_matches_torch(student):
     x = randn(1, 2, 5, 16) * ROW_SCALES
     w, b = _vector(2, 16, 0.5, 1.0), _vector(3, 16, 0.5)
     what = "layer_norm(x [2, 5, 16], weight, bias)"
-    check(student, "layer_norm", (x, w, b), what, LN_MISTAKES, atol=1e-5)
+    raised = ("wrong-axis",)
+    check(student, "layer_norm", (x, w, b), what, LN_MISTAKES, raised=raised, atol=1e-5)
     what = "layer_norm(x [5, 16], weight, bias, eps=1e-3)"
-    check(student, "layer_norm", (x[0], w, b, 1e-3), what, LN_MISTAKES, atol=1e-5)
+    args = (x[0], w, b, 1e-3)
+    check(student, "layer_norm", args, what, LN_MISTAKES, raised=raised, atol=1e-5)
 
 
 @pytest.mark.check("layer-norm-no-bias")
@@ -176,8 +212,8 @@ def test_layer_norm_no_bias(student):
         "layer_norm",
         (x, w, None),
         "layer_norm(x [3, 8], weight, None)",
-        ("no-affine",),
-        raised=("bias-none",),
+        LN_MISTAKES,
+        raised=("bias-none", "wrong-axis"),
         atol=1e-5,
     )
 
@@ -198,6 +234,28 @@ def test_layer_norm_constant_rows(student):
     )
 
 
+@pytest.mark.check("layer-norm-gradient")
+def test_layer_norm_gradient(student):
+    x = randn(40, 4, 12) * 2
+    w, b, upstream = _vector(41, 12, 0.5, 1.0), _vector(42, 12, 0.5), randn(43, 4, 12)
+    got = student.scenario("grad", args=[x, w, b], wrt=[0], weights=upstream)
+    grads = got["grads"] if isinstance(got, dict) else None
+    if not isinstance(grads, list) or len(grads) != 1 or grads[0] is None:
+        fail("no gradient reached x: layer_norm's output is detached from it")
+    expect_close(
+        grads[0],
+        oracle.layer_norm_grad(x, w, b, upstream),
+        "the gradient of layer_norm(x [4, 12], weight, bias) with respect to x",
+        mistakes={
+            "detached-statistics": later.layer_norm_grad(
+                x, w, b, upstream, mistake="detached-statistics"
+            )
+        },
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
 # -- gelu ---------------------------------------------------------------------------------------
 
 GELU_MISTAKES = ("erf-gelu", "relu", "no-cube", "wrong-constant")
@@ -206,8 +264,10 @@ GELU_MISTAKES = ("erf-gelu", "relu", "no-cube", "wrong-constant")
 @pytest.mark.check("gelu-matches-tanh")
 def test_gelu_matches_tanh(student):
     grid = torch.linspace(-6, 6, 121)
-    check(student, "gelu", (grid,), "gelu(x) on -6 … 6", GELU_MISTAKES)
-    check(student, "gelu", (randn(9, 2, 3, 7) * 2,), "gelu(x [2, 3, 7])", GELU_MISTAKES)
+    near = "wrong-constant"
+    check(student, "gelu", (grid,), "gelu(x) on -6 … 6", GELU_MISTAKES, near=near)
+    x = randn(9, 2, 3, 7) * 2
+    check(student, "gelu", (x,), "gelu(x [2, 3, 7])", GELU_MISTAKES, near=near)
 
 
 # -- split_heads, merge_heads -------------------------------------------------------------------
@@ -259,6 +319,7 @@ ATTENTION_MISTAKES = (
     "no-output-projection",
     "weight-not-transposed",
     "no-bias",
+    "heads-interleaved",
 )
 
 
@@ -409,6 +470,23 @@ def test_gpt_logits_gpt2_shaped(student):
     )
     if not torch.equal(got["argmax"], expected["argmax"]):
         fail(f"{what} predicts other tokens than the provided GPT")
+
+
+@pytest.mark.check("gpt-logits-key-order")
+def test_gpt_logits_key_order(student):
+    params = gpt_params(29, n_layer=3, C=8, V=20, L=16)
+    # the blocks listed last first: a model takes them by N, not in the dict's order
+    listed = sorted(params, key=lambda k: -int(k.split(".")[2]) if ".h." in k else 1)
+    ids = randint(30, 0, 20, 2, 6)
+    check(
+        student,
+        "gpt_logits",
+        (ids, {key: params[key] for key in listed}, 2),
+        "gpt_logits(ids [2, 6], a GPT of 3 blocks whose keys list h.2 first, n_head=2)",
+        ("dict-order",),
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 @pytest.mark.check("gpt-logits-too-long")

@@ -39,11 +39,22 @@ def check_sample(
     for key, change in (mistakes or {}).items():
         args = {"logits": logits, "temperature": temperature, "top_k": top_k, "seed": seed}
         answers[key] = later.sample_next(**(args | change))
+    if top_k is not None and top_k > logits.shape[-1]:
+        # k capped at V or not shows only where k + 1 tokens would not be kept anyway.
+        fewer = {"logits": logits, "temperature": temperature, "top_k": 2, "seed": seed}
+        right, more = oracle.sample_next(**fewer), later.sample_next(**(fewer | {"top_k": 3}))
     try:
         result = student.call("sample_next", logits, temperature, top_k, seeded(seed))
     except StudentError as error:
-        if top_k is not None and top_k > logits.shape[-1] and "range" in error.message:
-            fail(f"{what} raised {error.type_name}: {error.message}", "not-capped")
+        if top_k is not None and top_k > logits.shape[-1]:
+            try:
+                small = student.call("sample_next", logits, temperature, 2, seeded(seed))
+            except StudentError:
+                small = None
+            if not same(small, right) and same(small, more.get()):
+                fail(f"{what} raised {error.type_name}: {error.message}", "top-k-one-more")
+            if "range" in error.message:
+                fail(f"{what} raised {error.type_name}: {error.message}", "not-capped")
         raise
     if not same(result, expected) and temperature != 0:
         # Two generators seeded alike give the same draws, and two seeded apart other draws,
@@ -105,7 +116,7 @@ def test_sample_top_k(student):
         "sample_next(logits [64, 10], top_k=3)",
         top_k=3,
         seed=13,
-        mistakes={"top-k-ignored": {"top_k": None}},
+        mistakes={"top-k-ignored": {"top_k": None}, "top-k-one-more": {"top_k": 4}},
     )
 
 
@@ -125,11 +136,14 @@ def check_draws(student, logits, what, *, temperature=1.0, top_k=None, seed=0, d
     samples = as_list(got["samples"], f"the samples of {what}", as_tensor)
     after = as_tensor(got["next"], "the generator's next numbers")
     untouched = later.sample(logits, **config, mistake="own-generator")
+    more = None if top_k is None else later.sample(logits, **(config | {"top_k": top_k + 1}))
     if same(samples, expected["samples"], rtol=0, atol=0) and same(after, expected["next"]):
         return
     if same(after, untouched.get()["next"]):
         key = "argmax-top-1" if top_k == 1 else "own-generator"
         fail(f"{what}: the caller's generator did not advance", key)
+    if more is not None and same(samples, more.get()["samples"], rtol=0, atol=0):
+        fail(f"{what}: the samples are those of top_k={top_k + 1}", "top-k-one-more")
     for i, (sample, want) in enumerate(zip(samples, expected["samples"], strict=True)):
         expect_close(sample, want, f"{what}, draw {i + 1}")
     fail(f"{what}: the caller's generator advanced differently from one multinomial draw per call")

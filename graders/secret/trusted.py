@@ -1,7 +1,7 @@
 """Trusted implementations of exercises: instructors' graders only, never released.
 
 They run in the checker's process only, never in the worker that runs the student's code: the
-oracles (graders/secret/oracles.py) compute expected answers with them, and
+oracles (graders/secret/oracles/) compute expected answers with them, and
 graders/secret/dependencies.py answers the worker's proxies with them (``fit`` is graded with
 a correct ``train_step`` and ``evaluate``, ``lm_loss`` with a correct ``cross_entropy``, ...),
 so that every check grades one function and a mistake in one function costs only its own

@@ -100,3 +100,11 @@ def test_grading_without_fork_is_one_line_naming_wsl2(module, argv, monkeypatch,
     assert main([*argv, "--course", str(tmp_path)] if "instructor" in module else argv) == 2
     err = capfd.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "WSL2" in err and "fork" in err, err
+
+
+def test_a_long_error_line_is_shortened_at_a_word_end():
+    from core.cli import one_line
+
+    said = one_line(OSError("cannot reach the scheduler " + "somewhere " * 60), limit=40)
+    assert said == "OSError: cannot reach the scheduler somewhere …"
+    assert one_line(ValueError("short")) == "ValueError: short"

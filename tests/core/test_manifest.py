@@ -90,6 +90,17 @@ def first_check(data: dict) -> dict:
             "two different hints",
         ),
         (lambda d: d.update(lesson=[]), "no [[lesson]] tables"),
+        (lambda d: first_check(d).update(evidence="trusted"), "evidence must be one of"),
+        (
+            lambda d: first_check(d).update(evidence="claimed", points=2),
+            "a claimed check (what only the student's process reports) is worth at most 1",
+        ),
+        (lambda d: d["lesson"][0]["rule"][0].update(names=[]), "a rule needs names"),
+        (lambda d: d["lesson"][1].update(no_rule={"nope": "why"}), "no_rule.nope must name"),
+        (
+            lambda d: d["lesson"][0].update(no_rule={"encode": "why"}),
+            "encode has a rule and a no_rule reason",
+        ),
     ],
 )
 def test_invalid_manifests_are_rejected_with_a_clear_error(change, message):
@@ -135,3 +146,24 @@ def test_every_declared_mistake_is_diagnosed_by_some_grader():
         if f'"{key}"' not in source
     ]
     assert not unused, f"mistakes no grader names: {unused}"
+
+
+def test_claims_are_named_and_worth_one_point_at_most():
+    """What only the student's process reports about itself (a model's mode, grad mode, its
+    inputs after a scenario) is a claim in the manifest."""
+    manifest = load_manifest()
+    claimed = {check.id for check in manifest.checks if check.evidence == "claimed"}
+    assert {"train-step-train-mode", "evaluate-eval-mode", "generate-no-grad"} <= claimed
+    assert all(manifest.check(c).points <= 1 for c in claimed)
+
+
+def test_error_path_checks_are_marked():
+    manifest = load_manifest()
+    marked = {check.id for check in manifest.checks if check.error_path}
+    assert marked == {
+        "train-bpe-validates",
+        "add-positions-too-long",
+        "split-heads-indivisible",
+        "gpt-logits-too-long",
+        "lr-validates",
+    }

@@ -132,6 +132,40 @@ ROUTES = {
             """
         },
     ),
+    # Issue 33's attacks: the watch switched off through sys.modules, the library reached
+    # through a class attribute; the answer computed by the library while it is pickled.
+    "watch-replaced-through-sys-modules": (
+        """
+        import contextlib, sys
+        import torch
+        for _module in list(sys.modules.values()):
+            try:
+                if getattr(_module, "watched", None) is not None:
+                    _module.watched = lambda *a, **k: contextlib.nullcontext()
+            except Exception:
+                pass
+        class _Library:
+            compute = staticmethod(lambda {signature}: {library})
+        def {name}({signature}):
+            return _Library.compute({arguments})
+        """,
+        {},
+    ),
+    "library-run-while-pickled": (
+        """
+        import torch
+        def _library({signature}):
+            return {library}
+        class _Answer(torch.Tensor):
+            inputs = ()
+            def __reduce_ex__(self, protocol):
+                return (torch.tensor, (_library(*_Answer.inputs).tolist(),))
+        def {name}({signature}):
+            _Answer.inputs = ({arguments},)
+            return torch.zeros(()).as_subclass(_Answer)
+        """,
+        {},
+    ),
 }
 # An op the rule's forbidden list does not name that computes the same thing: the rule's list
 # of allowed ops refuses it (neither name is one the reading looks for).
@@ -217,6 +251,9 @@ def test_every_route_loses_every_point(tmp_path, route, module):
     assert {c["function"] for c in checks} == set(names), [c["id"] for c in lesson["checks"]]
     assert not any(c["passed"] for c in checks), [c["id"] for c in checks if c["passed"]]
     assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+    flagged = {entry["function"]: entry for entry in lesson["flagged"]}  # for review
+    assert set(names) <= set(flagged), lesson["flagged"]
+    assert all(flagged[name]["line"] > 0 for name in names), lesson["flagged"]
 
 
 # Correct by-hand versions that make tensors of Python data (constants, indices from ranges
@@ -502,20 +539,7 @@ def test_the_watch_sees_tensors_made_of_python_data(watched_client, module, numb
 def test_every_rule_names_its_own_lesson():
     """The lesson number in a rule's message comes from the manifest ({lesson})."""
     rules = [(lesson, rule) for lesson in MANIFEST.lessons for rule in lesson.rules]
-    assert {rule.function for _, rule in rules} == set(FUNCTIONS)
+    assert set(FUNCTIONS) <= {rule.function for _, rule in rules}
     for lesson, rule in rules:
         assert f"by hand (lesson {lesson.number})" in rule.message, rule.message
         assert "{" not in rule.message, rule.message
-
-
-@pytest.mark.parametrize(
-    "line",
-    ["sys.setprofile(None)", "sys._getframe(1).f_back", "gc.get_objects()", "sys.settrace(None)"],
-)
-def test_the_reading_refuses_what_reaches_the_watchs_own_state(line):
-    from graders.rules import breach
-
-    rule = MANIFEST.lesson("block").rule("gelu")
-    source = f"import gc, sys\ndef helper():\n    {line}\n"
-    why = breach({"block": "def gelu(x):\n    return x\n", "helpers": source}, "block", rule)
-    assert why is not None and "helpers.py" in why, why

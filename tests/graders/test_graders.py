@@ -22,6 +22,7 @@ from graders.runner import GradingError
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
+LESSON_KEYS = {"slug", "title", "points", "max_points", "import_error", "flagged", "checks"}
 CHECK_KEYS = {
     "id",
     "function",
@@ -84,7 +85,15 @@ def test_report_schema_and_file(solutions_report):
     manifest = load_manifest()
     assert [lesson["slug"] for lesson in report["lessons"]] == manifest.slugs
     for lesson in report["lessons"]:
-        assert set(lesson) == {"slug", "title", "points", "max_points", "import_error", "checks"}
+        assert set(lesson) == {
+            "slug",
+            "title",
+            "points",
+            "max_points",
+            "import_error",
+            "flagged",
+            "checks",
+        }
         assert lesson["import_error"] is None
         assert lesson["points"] == sum(c["points"] for c in lesson["checks"])
         for check in lesson["checks"]:
@@ -481,3 +490,40 @@ def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path, monkeypatch
     assert "one mistake: shift-any-shape fails from the same mistake too" in text
     assert "one mistake: TokenWindows uses shift, so token-windows-items fails too" in text
     assert "TokenWindows[0] is (x=[5], y=[5])" in text  # its detail still shows
+
+
+def test_a_recognised_mistake_lists_the_checks_of_its_function_that_recognise_none(tmp_path):
+    """Unbiased variance fails layer-norm-no-bias too, which has no hint of that mistake: the
+    failure is listed under the mistake, not told with the check's own hint about the bias; a
+    mistake whose rule another section teaches links there."""
+    import io
+
+    from rich.console import Console
+
+    from core.manifest import load_manifest
+    from graders.report import Report, render_lesson
+
+    manifest = load_manifest()
+    lesson = manifest.lesson("block")
+    checks = {c.id: c for c in lesson.selected_checks(hidden=False)}
+    report = Report(tmp_path, False, [(lesson, list(checks.values()))], None)
+    mistake = checks["layer-norm-matches-torch"].mistakes["unbiased-variance"]
+    report.record(checks["layer-norm-matches-torch"], False, mistake, "layer_norm is wrong")
+    no_bias = checks["layer-norm-no-bias"]
+    report.record(no_bias, False, no_bias.hint, "layer_norm(x, w, None) is wrong")
+    rows = {row["id"]: row for row in report.lesson("block")["checks"]}
+    assert rows["layer-norm-no-bias"]["explained_by"] == "layer-norm-matches-torch"
+    out = io.StringIO()
+    render_lesson(Console(file=out, width=300), report.lesson("block"))
+    text = out.getvalue()
+    assert no_bias.hint not in text
+    assert "layer-norm-no-bias fails too: fix this mistake first" in text
+
+    objective = manifest.lesson("objective")
+    ce = objective.selected_checks(hidden=False)[0]
+    assert ce.id == "ce-matches-torch"
+    report = Report(tmp_path, False, [(objective, [ce])], None)
+    report.record(ce, False, ce.mistakes["no-max-back"], "wrong", "overflow")
+    row = report.lesson("objective")["checks"][0]
+    assert row["link"] == "chapters/06-objective.md#overflow"
+    assert row["url"] == "chapters/06-objective/#overflow"

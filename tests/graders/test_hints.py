@@ -269,3 +269,68 @@ def test_every_hint_is_one_clause():
     assert not long, f"hints of more than one clause (a ';' or over {HINT_LIMIT} characters): " + (
         "; ".join(long)
     )
+
+
+# -- links: every check and every recognised mistake links to the section that teaches its rule
+
+HEADING = re.compile(r"^(#{1,6})\s.*\{#([a-z0-9-]+)\}")
+
+
+def section_text(page: str, section: str) -> str | None:
+    """The text of the section ``{#section}`` of ``page`` (under course/), its subsections
+    included, or None when the page has no such heading."""
+    lines = (ROOT / "course" / page).read_text(encoding="utf-8").splitlines()
+    found: list[str] | None = None
+    level = 0
+    for line in lines:
+        heading = HEADING.match(line)
+        if heading and found is not None and len(heading.group(1)) <= level:
+            break
+        if heading and heading.group(2) == section:
+            found, level = [], len(heading.group(1))
+        if found is not None:
+            found.append(line)
+    return None if found is None else "\n".join(found)
+
+
+def linked_sections() -> list[tuple[str, str, str, str]]:
+    """(what links, page, section, function) for every check and every mistake of one."""
+    links = []
+    manifest = load_manifest()
+    for lesson in manifest.lessons:
+        for check in lesson.checks:
+            links.append((check.id, check.page, check.section, check.function))
+            for key in check.mistakes:
+                section = lesson.mistake_section(check, key)
+                links.append((f"{check.id}: {key}", check.page, section, check.function))
+    return links
+
+
+@pytest.mark.parametrize("where, page, section, function", linked_sections(), ids=str)
+def test_every_link_goes_to_a_section_about_its_function(where, page, section, function):
+    text = section_text(page, section)
+    assert text is not None, f"{where} links to {page}#{section}, which has no such heading"
+    assert function in text, f"{where} links to {page}#{section}, which never names {function}"
+
+
+# Rules taught in a section of their own, away from their function's exercise section: the
+# section, and a word of the rule that it uses.
+TAUGHT_AT = {
+    ("ce-ignore-index", "mean-over-all"): ("ignore-index-and-padding", "not ignored"),
+    ("ce-all-ignored", "zero-when-all-ignored"): ("ignore-index-and-padding", "NaN"),
+    ("ce-large-logits", "overflow"): ("overflow", "infinity"),
+    ("ce-matches-torch", "no-max-back"): ("overflow", "maximum"),
+    ("attention-causal-mask", "mask-inverted"): ("causal-mask", "True"),
+    ("nearest-cosine", "includes-self"): ("nearest-rows", "its own neighbour list"),
+    ("nearest-pairs", "tensors"): ("nearest-rows", "Python numbers"),
+}
+
+
+@pytest.mark.parametrize("check_id, key", sorted(TAUGHT_AT), ids=str)
+def test_a_mistake_links_where_its_rule_is_taught(check_id, key):
+    manifest = load_manifest()
+    check = manifest.check(check_id)
+    section = manifest.lesson(check.lesson).mistake_section(check, key)
+    expected, words = TAUGHT_AT[(check_id, key)]
+    assert section == expected, f"{check_id}: {key} links to {section}, not to {expected}"
+    assert words in (section_text(check.page, section) or "")

@@ -727,15 +727,9 @@ STUDENT_MISTAKE = "off-by-one"  # a named mistake of lookup-matches-indexing
 
 
 def _fake_submit(course: Path, student: str, fails: dict, *, lesson: str = LESSON, sleep=0.0):
-    from autograde_fakes import marks
+    from autograde_fakes import submit
 
-    dest = course / "submitted" / student / lesson
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(course / "release" / lesson, dest)
-    module = dest / "exercises" / f"{manifest().lesson(lesson).module}.py"
-    module.write_text(module.read_text() + marks(fails, sleep))
-    return dest
+    return submit(course, student, fails, lesson=lesson, sleep=sleep)
 
 
 def _released_points(course: Path) -> dict[str, float]:

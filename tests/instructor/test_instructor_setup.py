@@ -41,8 +41,11 @@ def test_kernels_get_a_safe_path_and_the_project_first(monkeypatch):
     assert "PYTHONSAFEPATH" not in os.environ
 
 
-def test_each_kernel_starts_with_the_course_environment(monkeypatch):
-    """The Execute step hands the environment to nbclient's kernel start."""
+@pytest.mark.parametrize("path", ["async", "sync"])
+def test_each_kernel_starts_with_the_course_environment(monkeypatch, path):
+    """The Execute step hands the environment to nbclient's kernel start, by both of
+    nbclient's paths: nbconvert's ``preprocess`` (so ``nbgrader autograde``) takes the
+    synchronous one."""
     import asyncio
 
     from nbclient import NotebookClient
@@ -55,7 +58,10 @@ def test_each_kernel_starts_with_the_course_environment(monkeypatch):
         seen.update(kwargs)
 
     monkeypatch.setattr(NotebookClient, "async_start_new_kernel", start)
-    asyncio.run(CourseExecute().async_start_new_kernel(cwd="/tmp"))
+    if path == "async":
+        asyncio.run(CourseExecute().async_start_new_kernel(cwd="/tmp"))
+    else:
+        CourseExecute().start_new_kernel(cwd="/tmp")
     assert seen["cwd"] == "/tmp"
     assert seen["env"]["PYTHONSAFEPATH"] == "1"
     assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
@@ -101,6 +107,7 @@ def test_the_command_runs_one_function_per_command():
         "release",
         "collect",
         "autograde",
+        "regrade",
         "feedback",
         "export",
         "report",

@@ -95,12 +95,21 @@ def _normalise(x: Tensor, dims: tuple[int, ...], *, unbiased=False, eps=1e-5, ou
 def layer_norm(
     x: Tensor, weight: Tensor, bias: Tensor | None, eps: float = 1e-5, mistake: str | None = None
 ) -> Tensor:
-    """F.layer_norm, or what a classic mistake gives."""
+    """F.layer_norm, or what a classic mistake gives (``key:form``: the same mistake written
+    another way)."""
     if mistake is None:
         return _layer_norm(x, weight, bias, eps)
     shift = 0 if bias is None else bias
     if mistake == "no-affine":
         return _normalise(x, (-1,), eps=eps)
+    if mistake == "no-affine:weight-only":
+        return _normalise(x, (-1,), eps=eps) * weight
+    if mistake == "no-affine:bias-only":
+        return _normalise(x, (-1,), eps=eps) + shift
+    if mistake == "wrong-axis:first":
+        return _normalise(x, (0,), eps=eps) * weight + shift
+    if mistake == "wrong-axis:all":
+        return _normalise(x, tuple(range(x.dim())), eps=eps) * weight + shift
     if mistake == "std-not-var":
         centred = x - x.mean(dim=-1, keepdim=True)
         return centred / (x.var(dim=-1, keepdim=True, unbiased=False) + eps) * weight + shift
@@ -115,6 +124,32 @@ def layer_norm(
     return _normalise(x, **forms[mistake]) * weight + shift
 
 
+def layer_norm_grad(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    upstream: Tensor,
+    eps: float = 1e-5,
+    mistake: str | None = None,
+) -> Tensor:
+    """The gradient of ``(layer_norm(x) * upstream).sum()`` with respect to x, or what a
+    layer norm whose mean and variance come from a detached x gives."""
+    leaf = x.clone().requires_grad_(True)
+    if mistake is None:
+        out = _layer_norm(leaf, weight, bias, eps)
+    elif mistake == "detached-statistics":
+        stats = leaf.detach()
+        mean = stats.mean(dim=-1, keepdim=True)
+        var = stats.var(dim=-1, keepdim=True, unbiased=False)
+        out = (leaf - mean) / (var + eps).sqrt() * weight
+        out = out if bias is None else out + bias
+    else:
+        raise unknown(mistake)
+    out.backward(upstream)
+    assert leaf.grad is not None
+    return leaf.grad
+
+
 def gelu(x: Tensor, mistake: str | None = None) -> Tensor:
     if mistake is None:
         return _gelu(x)
@@ -122,11 +157,20 @@ def gelu(x: Tensor, mistake: str | None = None) -> Tensor:
         return F.gelu(x)
     if mistake == "relu":
         return torch.relu(x)
-    if mistake == "no-cube":
-        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x)))
-    if mistake == "wrong-constant":
-        return 0.5 * x * (1 + torch.tanh(2 / math.pi * (x + 0.044715 * x**3)))
-    raise unknown(mistake)
+    c = math.sqrt(2 / math.pi)
+    forms = {
+        "no-cube": lambda: 0.5 * x * (1 + torch.tanh(c * (x + 0.044715 * x * x))),
+        "no-cube:x-alone": lambda: 0.5 * x * (1 + torch.tanh(c * x)),
+        "no-cube:linear": lambda: 0.5 * x * (1 + torch.tanh(c * (x + 0.044715 * x))),
+        "wrong-constant": lambda: 0.5 * x * (1 + torch.tanh(2 / math.pi * (x + 0.044715 * x**3))),
+        "wrong-constant:pi-over-2": lambda: (
+            0.5 * x * (1 + torch.tanh(math.sqrt(math.pi / 2) * (x + 0.044715 * x**3)))
+        ),
+        "wrong-constant:no-half": lambda: x * (1 + torch.tanh(c * (x + 0.044715 * x**3))),
+    }
+    if mistake not in forms:
+        raise unknown(mistake)
+    return forms[mistake]()
 
 
 def split_heads(x: Tensor, n_head: int, mistake: str | None = None) -> Tensor:
@@ -169,21 +213,28 @@ def self_attention(
     if mistake is None:
         return _self_attention(x, params, n_head, mask)
     B, T, C = x.shape
+    mistake, _, form = mistake.partition(":")
     if mistake == "no-bias":
-        params = {k: v for k, v in params.items() if not k.endswith(".bias")}
+        dropped = {"": ".bias", "c-attn": "c_attn.bias", "c-proj": "c_proj.bias"}[form]
+        params = {k: v for k, v in params.items() if not k.endswith(dropped)}
     if mistake == "mask-ignored":
         mask = None
     attn_mask = _causal(T) if mask is None else mask
     if mistake == "no-causal-mask":
         attn_mask = torch.ones(T, T, dtype=torch.bool)
     qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
-    q, k, v = qkv.split(C, dim=-1)
-    if mistake == "qkv-order":
-        q, k = k, q
+    parts = dict(zip("qkv", qkv.split(C, dim=-1), strict=True))
+    if mistake == "qkv-order":  # the thirds read in another order ("kqv" by default)
+        parts = dict(zip(form or "kqv", parts.values(), strict=True))
+    q, k, v = parts["q"], parts["k"], parts["v"]
     heads = 1 if mistake == "no-heads" else n_head
+    if mistake == "heads-interleaved":  # channel c goes to head c % n_head
+        q, k, v = (t.unflatten(-1, (C // n_head, n_head)).mT.flatten(-2) for t in (q, k, v))
     q, k, v = (_split_heads(t, heads) for t in (q, k, v))
     scale = 1 / math.sqrt(C) if mistake == "scale-by-c" else None
     y = _merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask, scale=scale))
+    if mistake == "heads-interleaved" and form == "merged-interleaved":
+        y = y.unflatten(-1, (n_head, C // n_head)).mT.flatten(-2)
     if mistake == "no-output-projection":
         return y
     if mistake == "weight-not-transposed":
@@ -195,6 +246,7 @@ def self_attention(
         "qkv-order",
         "no-heads",
         "scale-by-c",
+        "heads-interleaved",
     ):
         raise unknown(mistake)
     return F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))
@@ -259,6 +311,7 @@ def gpt_logits(
         "block-order",
         "no-causal-mask",
         "head-ignored",
+        "dict-order",
     ):
         raise unknown(mistake)
     wte, T = params["transformer.wte.weight"], ids.shape[-1]
@@ -268,6 +321,10 @@ def gpt_logits(
     layers = sorted({k.split(".")[2] for k in params if k.startswith("transformer.h.")}, key=int)
     if mistake == "block-order":
         layers.sort()  # as strings: 10 and 11 between 1 and 2
+    if mistake == "dict-order":  # as the dict lists them
+        layers = list(
+            dict.fromkeys(k.split(".")[2] for k in params if k.startswith("transformer.h."))
+        )
     mask = torch.ones(T, T, dtype=torch.bool) if mistake == "no-causal-mask" else None
     for n in layers:
         x = _transformer_block(x, _part(params, f"transformer.h.{n}."), n_head, mask)

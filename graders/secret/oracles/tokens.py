@@ -115,11 +115,16 @@ def _train_bpe(
     across: bool = False,
     first_only: bool = False,
     characters: bool = False,
+    count: str = "all",
 ) -> dict[bytes, int]:
     """BPE training written out, one full count per merge; the knobs give classic mistakes
     (``tie``: "first" met, "last" met or "greatest" pair; pairs counted ``across`` pieces;
-    only the ``first_only`` occurrence in each piece merged; ``characters`` as first units)."""
+    only the ``first_only`` occurrence in each piece merged; ``characters`` as first units;
+    ``count``: "all" occurrences, once per "distinct" piece, or a pair once in a piece,
+    "set")."""
     pieces = [text] if across else regex.findall(GPT2_PATTERN, text)
+    if count == "distinct":
+        pieces = list(dict.fromkeys(pieces))
     if characters:
         words = [[c.encode("utf-8") for c in piece] for piece in pieces]
     else:
@@ -128,7 +133,8 @@ def _train_bpe(
     while len(ranks) < vocab_size:
         counts: dict[tuple[bytes, bytes], int] = {}
         for word in words:
-            for pair in zip(word, word[1:], strict=False):
+            pairs = list(zip(word, word[1:], strict=False))
+            for pair in dict.fromkeys(pairs) if count == "set" else pairs:
                 counts[pair] = counts.get(pair, 0) + 1
         if not counts:
             break
@@ -156,6 +162,8 @@ _TRAIN_BPE_MISTAKES: dict[str, dict[str, Any]] = {
     "across-pieces": {"across": True},
     "first-only": {"first_only": True},
     "characters": {"characters": True},
+    "once-per-piece": {"count": "distinct"},
+    "once-per-piece:set": {"count": "set"},
 }
 
 

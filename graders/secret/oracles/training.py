@@ -57,10 +57,15 @@ def lr_at(steps: list[int], mistake: str | None = None, **schedule: Any) -> list
 
 _ADAMW_MISTAKES: dict[str, dict[str, Any]] = {
     "no-bias-correction": {"correct": False},
+    "no-bias-correction:m": {"correct": "v"},  # only the second moment corrected
+    "no-bias-correction:v": {"correct": "m"},  # only the first
+    "no-sqrt": {"sqrt": False},
+    "decay-after-step": {"decay_first": False},
     "l2-decay": {"l2": True},
     "decay-without-lr": {"decay_lr": False},
     "eps-inside": {"eps_inside": True},
     "step-off-by-one": {"step_offset": 1},
+    "step-off-by-one:less": {"step_offset": -1},
     "shared-state": {"shared": True},
 }
 
@@ -73,15 +78,19 @@ def _adamw(
     betas: tuple[float, float],
     eps: float,
     weight_decay: float,
-    correct: bool = True,
+    correct: bool | str = True,
     l2: bool = False,
     decay_lr: bool = True,
     eps_inside: bool = False,
     step_offset: int = 0,
     shared: bool = False,
+    sqrt: bool = True,
+    decay_first: bool = True,
 ) -> list[list[Tensor]]:
     """AdamW written out, one step per entry of ``grads``; the flags give classic mistakes
-    (``shared``: one pair of moments carried from parameter to parameter)."""
+    (``correct``: both moments' bias corrected, neither, or only "m" or "v"; ``shared``: one
+    pair of moments carried from parameter to parameter; ``decay_first``: the weight shrinks
+    before the step is subtracted, not after)."""
     b1, b2 = betas
     p = [t.clone() for t in params]
     m = [torch.zeros_like(t) for t in params]
@@ -97,12 +106,15 @@ def _adamw(
             v_i = b2 * v_i + (1 - b2) * g * g
             m[i], v[i] = m_i, v_i
             carried = (m_i, v_i)
-            m_hat = m_i / (1 - b1**t) if correct else m_i
-            v_hat = v_i / (1 - b2**t) if correct else v_i
-            denom = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
-            if not l2:
-                p[i] = p[i] * (1 - (lr if decay_lr else 1.0) * weight_decay)
-            p[i] = p[i] - lr * m_hat / denom
+            m_hat = m_i / (1 - b1**t) if correct in (True, "m") else m_i
+            v_hat = v_i / (1 - b2**t) if correct in (True, "v") else v_i
+            root = v_hat.sqrt() if sqrt else v_hat
+            denom = (v_hat + eps).sqrt() if eps_inside else root + eps
+            decay = 1.0 if l2 else 1 - (lr if decay_lr else 1.0) * weight_decay
+            if decay_first:
+                p[i] = p[i] * decay - lr * m_hat / denom
+            else:
+                p[i] = (p[i] - lr * m_hat / denom) * decay
         if shared:
             m, v = [carried[0]] * len(p), [carried[1]] * len(p)
         after.append([t.clone() for t in p])

@@ -154,7 +154,9 @@ def mistake_hint(variant: Variant, manifest: Manifest) -> str:
 
 def assert_hints_name_the_mistake(variant: Variant, failed: list[dict], manifest: Manifest) -> None:
     """A wrong variant's failed checks (in the report's order): the first is public and its hint
-    names the variant's mistake, and no failed check names a mistake it did not make."""
+    names the variant's mistake, every other is listed under it (the same hint, or the report's
+    ``explained_by`` pointing at it: one mistake, one message), and no failed check names a
+    mistake it did not make."""
     expected = mistake_hint(variant, manifest)
     shown = "; ".join(f"{c['id']}: {c['hint']} [{c['detail']}]" for c in failed)
     public = [c for c in failed if not c["hidden"]]
@@ -163,6 +165,12 @@ def assert_hints_name_the_mistake(variant: Variant, failed: list[dict], manifest
         f"{variant.id}: the first hint does not name the mistake {variant.mistake!r} "
         f"({expected!r}); {shown}"
     )
+    apart = [
+        c["id"]
+        for c in failed[1:]
+        if c["hint"] != expected and c["explained_by"] != failed[0]["id"]
+    ]
+    assert not apart, f"{variant.id}: {apart} are not listed under its mistake; {shown}"
     others = set(manifest.lesson(variant.module).mistakes(variant.function).values()) - {expected}
     wrong = [c["id"] for c in failed if c["hint"] in others]
     assert not wrong, f"{variant.id}: {wrong} name a mistake it did not make; {shown}"

@@ -547,9 +547,164 @@ WRONG: list[Variant] = [
         "    mask = causal_mask(ids.shape[1])\n",
         "    mask = torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool)\n",
     ),
+    _gpt(
+        "dict-order",
+        "dict-order",
+        'sorted({int(k.split(".")[2]) for k in params if k.startswith("transformer.h.")})',
+        'dict.fromkeys(k.split(".")[2] for k in params if k.startswith("transformer.h."))',
+    ),
+    _block_variant(
+        "layer_norm",
+        "detached-statistics",
+        "detached-statistics",
+        _LN,
+        """
+        with torch.no_grad():  # statistics without a gradient
+            mean = x.mean(-1, keepdim=True)
+            var = x.var(-1, keepdim=True, unbiased=False)
+        y = (x - mean) / torch.sqrt(var + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+]
+
+
+# The classic slips once more, as other students write them: a mistake is one rule broken,
+# however the code breaks it.
+_GELU = "def gelu(x):\n"
+_SA_BODY = """
+C = x.shape[-1]
+qkv = F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))
+q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))
+mask = causal_mask(x.shape[1]) if mask is None else mask
+y = merge_heads(attention(q, k, v, mask))
+return F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))
+"""
+_LN_BODY = """
+mean = x.mean(-1, keepdim=True)
+var = (x - mean).pow(2).mean(-1, keepdim=True)
+y = (x - mean) / torch.sqrt(var + eps) * weight
+return y if bias is None else y + bias
+"""
+
+
+def _attention(label: str, mistake: str, old: str, new: str) -> Variant:
+    assert old in _SA_BODY
+    return _block_variant("self_attention", label, mistake, _SA, _SA_BODY.replace(old, new))
+
+
+def _norm(label: str, mistake: str, body: str) -> Variant:
+    return _block_variant("layer_norm", label, mistake, _LN, body)
+
+
+def _gelu(label: str, mistake: str, inner: str, outer: str = "0.5 * x * (1.0 + torch.tanh(inner))"):
+    return _block_variant("gelu", label, mistake, _GELU, f"inner = {inner}\nreturn {outer}\n")
+
+
+WRONG += [
+    _gelu("sqrt-pi-over-2", "wrong-constant", "math.sqrt(math.pi / 2) * (x + 0.044715 * x**3)"),
+    _gelu(
+        "no-half",
+        "wrong-constant",
+        "math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)",
+        "x * (1.0 + torch.tanh(inner))",
+    ),
+    _gelu("coefficient-typo", "wrong-constant", "math.sqrt(2 / math.pi) * (x + 0.04715 * x**3)"),
+    _gelu("x-alone", "no-cube", "math.sqrt(2 / math.pi) * x"),
+    _gelu("x-squared-pow", "no-cube", "math.sqrt(2 / math.pi) * (x + 0.044715 * x**2)"),
+    _gelu("coefficient-times-x", "no-cube", "math.sqrt(2 / math.pi) * (x + 0.044715 * x)"),
+    _norm(
+        "mean-of-everything",
+        "wrong-axis",
+        """
+        mean = x.mean()
+        var = ((x - mean) ** 2).mean()
+        y = (x - mean) / torch.sqrt(var + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _norm(
+        "first-axis",
+        "wrong-axis",
+        """
+        mean = x.mean(0, keepdim=True)
+        var = ((x - mean) ** 2).mean(0, keepdim=True)
+        y = (x - mean) / torch.sqrt(var + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _norm(
+        "no-keepdim",
+        "wrong-axis",
+        """
+        mean = x.mean(-1)
+        var = ((x - mean) ** 2).mean(-1)
+        y = (x - mean) / torch.sqrt(var + eps) * weight
+        return y if bias is None else y + bias
+        """,
+    ),
+    _norm(
+        "weight-only",
+        "no-affine",
+        """
+        mean = x.mean(-1, keepdim=True)
+        var = (x - mean).pow(2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + eps) * weight
+        """,
+    ),
+    _norm(
+        "bias-only",
+        "no-affine",
+        """
+        mean = x.mean(-1, keepdim=True)
+        y = (x - mean) / torch.sqrt((x - mean).pow(2).mean(-1, keepdim=True) + eps)
+        return y if bias is None else y + bias
+        """,
+    ),
+    _attention("vkq", "qkv-order", "q, k, v = (split", "v, k, q = (split"),
+    _attention("qvk", "qkv-order", "q, k, v = (split", "q, v, k = (split"),
+    _attention("kvq", "qkv-order", "q, k, v = (split", "k, v, q = (split"),
+    _attention(
+        "no-c-attn-bias",
+        "no-bias",
+        'F.linear(x, params["c_attn.weight"], params.get("c_attn.bias"))',
+        'F.linear(x, params["c_attn.weight"])',
+    ),
+    _attention(
+        "no-c-proj-bias",
+        "no-bias",
+        'F.linear(y, params["c_proj.weight"], params.get("c_proj.bias"))',
+        'F.linear(y, params["c_proj.weight"])',
+    ),
+    _attention(
+        "heads-interleaved",
+        "heads-interleaved",
+        "q, k, v = (split_heads(t, n_head) for t in qkv.split(C, dim=-1))",
+        "B, T = x.shape[:2]\n"
+        "q, k, v = (t.reshape(B, T, C // n_head, n_head).permute(0, 3, 1, 2)"
+        " for t in qkv.split(C, dim=-1))",
+    ),
+    _gpt(
+        "head-get-none",
+        "untied-head",
+        'params.get("lm_head.weight", params["transformer.wte.weight"])',
+        'params.get("lm_head.weight")',
+    ),
 ]
 
 RIGHT: list[Variant] = [
+    _block_variant(
+        "layer_norm",
+        "addcmul",
+        None,
+        _LN,
+        """
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        normed = (x - mean) * torch.rsqrt(var + eps)
+        return normed * weight if bias is None else torch.addcmul(bias, normed, weight)
+        """,
+    ),
     _block_variant(
         "layer_norm",
         "var-unbiased-false",

@@ -25,6 +25,42 @@ WRONG: list[Variant] = [
     V(
         "generation",
         "sample_next",
+        "k-plus-one-sorted",
+        "top-k-one-more",
+        """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = logits.sort(dim=-1, descending=True).values[:, k : k + 1]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
+        "k-plus-one-topk",
+        "top-k-one-more",
+        """
+        def sample_next(logits, temperature=1.0, top_k=None, generator=None):
+            if temperature == 0:
+                return logits.argmax(dim=-1)
+            logits = logits / temperature
+            if top_k is not None:
+                k = min(top_k, logits.shape[-1])
+                kth = torch.topk(logits, k + 1, dim=-1).values[..., -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probs = torch.softmax(logits, dim=-1)
+            return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    """,
+    ),
+    V(
+        "generation",
+        "sample_next",
         "top-k-not-capped",
         "not-capped",
         """

@@ -40,6 +40,28 @@ TRAIN_BPE = """
 WRONG: list[Variant] = [
     V(
         "tokens",
+        "train_bpe",
+        "distinct-pieces",
+        "once-per-piece",
+        changed(
+            TRAIN_BPE,
+            "for piece in split_pieces(text)]",
+            "for piece in dict.fromkeys(split_pieces(text))]",
+        ),
+    ),
+    V(
+        "tokens",
+        "train_bpe",
+        "pair-set-per-piece",
+        "once-per-piece",
+        changed(
+            TRAIN_BPE,
+            "for pair in zip(word, word[1:]):",
+            "for pair in dict.fromkeys(zip(word, word[1:])):",
+        ),
+    ),
+    V(
+        "tokens",
         "split_pieces",
         "str-split",
         "lost-text",
@@ -72,7 +94,7 @@ WRONG: list[Variant] = [
         "tokens",
         "split_pieces",
         "re-module",
-        "check:split-pieces-gpt2",
+        "re-module",
         """
         def split_pieces(text):
             import re

@@ -63,6 +63,42 @@ WRONG: list[Variant] = [
     V(
         "training",
         "adamw_step",
+        "only-m-corrected",
+        "no-bias-correction",
+        changed(ADAMW, "v_hat = v / (1 - b2**t)", "v_hat = v"),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "no-sqrt",
+        "no-sqrt",
+        changed(ADAMW, "m_hat / (v_hat.sqrt() + eps)", "m_hat / (v_hat + eps)"),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "decay-after-step",
+        "decay-after-step",
+        changed(
+            changed(ADAMW, "            p = p * (1 - lr * weight_decay)\n", ""),
+            "out.append(p - lr * m_hat / (v_hat.sqrt() + eps))",
+            "out.append((p - lr * m_hat / (v_hat.sqrt() + eps)) * (1 - lr * weight_decay))",
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
+        "step-before-increment",
+        "step-off-by-one",
+        changed(
+            changed(ADAMW, 't = state.get("step", 0) + 1', 't = state.get("step", 0)'),
+            'return out, {"step": t, "exp_avg"',
+            'return out, {"step": t + 1, "exp_avg"',
+        ),
+    ),
+    V(
+        "training",
+        "adamw_step",
         "no-bias-correction",
         "no-bias-correction",
         changed(

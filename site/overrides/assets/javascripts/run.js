@@ -49,7 +49,7 @@
     return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   }
 
-  // Text with the stubs' "see course/chapters/x.md#y" turned into links to the site's pages.
+  // Text with the stubs' "see course/chapters/NN-SLUG.md#SECTION" turned into links to the site's pages.
   function linkified(text, root) {
     return escapeHtml(text).replace(STUB_LINK, (match, path, anchor) => {
       const href = `${root}${path}/#${anchor}`;

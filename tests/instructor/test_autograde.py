@@ -1,0 +1,275 @@
+"""instructor/autograde.py (and its command): a failed grading replaces no grade, only new or
+changed submissions are graded, one autograde at a time from before collect, a cluster with no
+worker ends in one line, an interrupted run leaves nothing behind, and feedback never touches
+another course's gradebook. The grading itself is the stand-in harness (tests/autograde_fakes);
+nbgrader's own ``autograde`` command grades for real in the last test."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from extras import require_extra
+
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = "embeddings"
+LOOKUP = "lookup-matches-indexing"
+
+
+@pytest.fixture
+def course(released_course, tmp_path, monkeypatch):
+    from instructor.course import Course
+    from instructor.gradebook_url import GRADEBOOK_ENV
+
+    monkeypatch.delenv(GRADEBOOK_ENV, raising=False)
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    return Course.at(root)
+
+
+def _score(course, student: str) -> float:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        return gb.find_submission(LESSON, student).score
+
+
+def _grade(course, students=None, grader=None):
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+
+    outcomes = pipeline.autograde(
+        course, [LESSON], students, engine="threads", grader=grader or fake_grade, progress=False
+    )
+    return {o.student: o for o in outcomes}
+
+
+def test_a_grading_that_graded_nothing_keeps_the_grade_and_says_why(course):
+    from autograde_fakes import submit
+
+    from instructor import gradings
+
+    submit(course.root, "ann", {LOOKUP: "off-by-one"})
+    assert _grade(course)["ann"].recorded
+    before = _score(course, "ann")
+    assert before > 0
+    entry = gradings.entry(course.root, "ann", LESSON)
+    module = course.submitted / "ann" / LESSON / "exercises" / "embeddings.py"
+    module.write_text(module.read_text() + "# BROKEN\n")
+    ann = _grade(course)["ann"]
+    assert not ann.recorded and not ann.graded
+    assert any("exited with status 1" in note and "stands" in note for note in ann.notes)
+    assert _score(course, "ann") == before
+    after = gradings.entry(course.root, "ann", LESSON)
+    assert after["failed"]["cause"] == "the grading run exited with status 1"
+    assert after["seed"] == entry["seed"]  # the seed of the grade that stands
+    assert stat.S_IMODE(gradings.path(course.root).stat().st_mode) == 0o600
+
+
+def test_only_new_changed_or_failed_submissions_are_graded_again(course):
+    from autograde_fakes import submit
+
+    from instructor import autograde as pipeline
+
+    for student in ("ann", "bob", "cy"):
+        submit(course.root, student, {})
+    jobs, _ = pipeline.find_jobs(course, [LESSON])
+    assert pipeline.changed_jobs(course, jobs) == (jobs, [])
+    _grade(course)
+    assert pipeline.changed_jobs(course, jobs) == ([], jobs)
+    submit(course.root, "bob", {LOOKUP: None})  # changed files
+    (course.submitted / "cy" / LESSON / "timestamp.txt").write_text(
+        "2026-01-29 09:00:00.000000 UTC\n"  # the same files, handed in at another time
+    )
+    todo, current = pipeline.changed_jobs(course, jobs)
+    assert todo == [("bob", LESSON), ("cy", LESSON)] and current == [("ann", LESSON)]
+
+
+def test_a_second_autograde_is_refused_before_it_collects(course, capfd):
+    from instructor.__main__ import main
+
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    (archive / "ann_embeddings.zip").write_bytes(b"")
+    with open(course.root / ".autograde.lock", "a+") as held:  # the first autograde's lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242, since 09:00:00\n")
+        held.flush()
+        status = main(["--course", str(course.root), "autograde", "--engine", "threads"])
+    out, err = capfd.readouterr()
+    assert status == 2 and not out
+    assert err.count("\n") == 1 and "another autograde (pid 4242" in err, err
+    assert not course.submitted.exists()  # nothing collected
+
+
+def test_an_interrupted_autograde_removes_its_scratch_and_lock(course):
+    """Ctrl-C (SIGINT while a grading runs) ends the run; the submission it wrote to disk is
+    gone and the next autograde may start."""
+    import signal
+
+    from autograde_fakes import fake_grade, submit
+
+    from instructor.autograde import course_lock
+
+    submit(course.root, "ann", {})
+    seen: list[Path] = []
+
+    def interrupted(lesson, files, **kwargs):
+        folder = Path(kwargs["scratch"]) / "ann"
+        folder.mkdir()
+        (folder / "embeddings.py").write_bytes(files["embeddings.py"])
+        seen.append(folder)
+        os.kill(os.getpid(), signal.SIGINT)
+        return fake_grade(lesson, files, **kwargs)
+
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _grade(course, grader=interrupted)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert seen and not seen[0].parent.exists()
+    with course_lock(course):
+        pass
+
+
+def test_ctrl_c_is_one_line(course, capfd, monkeypatch):
+    from instructor import __main__ as cli
+
+    def interrupt(args, course):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "autograde", interrupt)
+    status = cli.main(["--course", str(course.root), "autograde"])
+    out, err = capfd.readouterr()
+    assert status == cli.INTERRUPTED and not out
+    assert err.count("\n") == 1 and err.startswith("interrupted: autograde stopped"), err
+
+
+def test_a_tls_scheduler_without_credentials_is_one_line(monkeypatch):
+    pytest.importorskip("distributed")
+    import dask
+
+    from instructor.autograde import Engine
+    from instructor.errors import SetupError
+
+    with dask.config.set({"distributed.comm.tls.ca-file": None}):
+        with pytest.raises(SetupError) as refused:
+            Engine("dask", scheduler="tls://127.0.0.1:8786").__enter__()
+    said = str(refused.value)
+    assert "\n" not in said and "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in said, said
+
+
+def test_a_cluster_without_workers_says_so_then_gives_up(course):
+    pytest.importorskip("distributed")
+    from autograde_fakes import fake_grade, submit
+    from distributed import LocalCluster
+
+    from instructor import autograde as pipeline
+    from instructor.errors import SetupError
+
+    submit(course.root, "ann", {})
+    said: list[str] = []
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:
+        with pipeline.Engine("dask", scheduler=empty.scheduler_address, wait=1) as pool:
+            pool.say = said.append
+            files, digest = pipeline.submission_files(course, "ann", LESSON)
+            tasks = {("ann", LESSON, digest[:16]): (fake_grade, (LESSON, files), {})}
+            with pytest.raises(SetupError) as gave_up:
+                list(pool.run(tasks))
+    assert said and said[0].startswith(f"waiting for a Dask worker on {empty.scheduler_address}")
+    assert str(gave_up.value).startswith(f"no Dask worker joined {empty.scheduler_address} in 1 s")
+
+
+def test_the_rerun_command_keeps_where_and_how_it_graded():
+    from instructor.__main__ import parse, rerun_line, rerun_options
+    from instructor.autograde import Outcome
+
+    args = parse(["autograde", "--scheduler", "tls://sched:8786", "--course", "my course"])
+    outcome = Outcome("ann", LESSON, notes=["grading failed: the worker died"])
+    line = rerun_line(outcome, rerun_options(args))
+    assert line.endswith(
+        f"(re-run: nox -s autograde -- {LESSON} --student ann --course 'my course' "
+        "--scheduler tls://sched:8786)"
+    ), line
+
+
+def test_a_postgres_url_is_taken_as_postgresql(tmp_path):
+    from instructor.course import Course
+
+    url = Course.at(tmp_path, "postgres://grader@db.example/course").db_url
+    assert url == "postgresql://grader@db.example/course"
+    assert Course.at(tmp_path, "postgres+psycopg://h/c").db_url == "postgresql+psycopg://h/c"
+
+
+def test_feedback_refuses_another_gradebook_and_keeps_the_feedback_there(
+    course, released_course, tmp_path, capfd
+):
+    """Pointed at another semester's gradebook (this course's lessons, other students),
+    feedback says so in one line, and every feedback file already made stays."""
+    from autograde_fakes import submit
+
+    from instructor.__main__ import main
+
+    for student in ("ann", "bob"):
+        submit(course.root, student, {})
+    _grade(course)
+    assert main(["--course", str(course.root), "feedback", LESSON]) == 0
+    before = {p: p.read_bytes() for p in course.feedback.rglob("*") if p.is_file()}
+    assert len([p for p in before if p.suffix == ".html"]) == 2
+    shutil.copyfile(released_course / "gradebook.db", tmp_path / "other.db")  # none graded
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    capfd.readouterr()
+    status = main(["--course", str(course.root), "feedback", LESSON, "--gradebook", other])
+    out, err = capfd.readouterr()
+    assert status == 2 and err.count("\n") == 1 and "has no grade for ann/embeddings" in err, err
+    assert {p: p.read_bytes() for p in course.feedback.rglob("*") if p.is_file()} == before
+
+
+def test_plain_nbgrader_autograde_grades_and_a_failure_keeps_the_grade(course):
+    """``nbgrader autograde LESSON`` in the course folder (formgrader's button runs the same):
+    the kernel finds the graders, the reference solution earns every point, the seed is kept;
+    when the grading then fails (its report cannot be written), nbgrader stops before saving
+    and the grade stays, the failure recorded with its cause."""
+    from instructor import gradings
+
+    dest = course.submitted / "ann" / LESSON
+    shutil.copytree(course.release / LESSON, dest)
+    shutil.copyfile(ROOT / "solutions" / "embeddings.py", dest / "exercises" / "embeddings.py")
+    scripts = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+    command = [os.path.join(scripts, "nbgrader"), "autograde", LESSON, "--force"]
+    done = subprocess.run(
+        command, cwd=course.root, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        submission = gb.find_submission(LESSON, "ann")
+        assert submission.score == submission.max_score > 0
+        full = submission.score
+    result = json.loads((course.results / "ann" / f"{LESSON}.json").read_text())
+    assert result["error"] is None and result["report"]["points"] == result["report"]["max_points"]
+    assert gradings.entry(course.root, "ann", LESSON)["seed"] > 0
+    blocked = course.root / "not-a-folder"
+    blocked.write_text("")
+    env["COURSE_AUTOGRADE_RESULTS"] = str(blocked / "results")
+    (course.results / "ann" / f"{LESSON}.json").unlink()
+    done = subprocess.run(
+        command, cwd=course.root, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode != 0
+    assert "its grade was not replaced" in done.stdout + done.stderr
+    assert _score(course, "ann") == full
+    assert "cause" in gradings.entry(course.root, "ann", LESSON)["failed"]
