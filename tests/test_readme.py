@@ -48,6 +48,7 @@ SKIPPED = {
     "python bench/train_throughput.py --corpus ../shared/data/time-machine.txt": "a benchmark, "
     "on a file outside the repository",
     "python bench/grading_latency.py": "a benchmark: minutes",
+    "python bench/grading_latency.py --lesson windows": "a benchmark: a minute or two",
     "python bench/autograde_throughput.py": "a benchmark: minutes",
     "python bench/hint_share.py": "a benchmark: grades every planted variant, minutes",
     # An external Dask cluster over TLS: machines and certificates of the reader's own;
