@@ -11,15 +11,17 @@ Every POLL_SECONDS the watch reads the modification times and sizes of the packa
 files; when they change (and have stayed the same for another poll, so that a save in several
 writes is seen whole), it re-grades each watched lesson whose fingerprint changed: its module
 and the package's modules that one imports (graders/fingerprint.py), so an edit of
-attention.py re-grades block as well, and a save that changes nothing grades nothing. Each
-grading rewrites its lessons in the report and keeps the others (graders/report.py), which is
-what the progress page follows. A module that fails to import is reported as in any grading;
-a grading that cannot run (a module deleted mid-save) is one line, and the watch goes on.
-Ctrl-C ends it with one line.
+attention.py re-grades block as well; an edit of the package's ``__init__.py`` re-grades
+every watched lesson; a save that changes nothing grades nothing. Each grading rewrites its
+lessons in the report and keeps the others (graders/report.py), which is what the progress
+page follows. A module that fails to import is reported as in any grading; a grading that
+cannot run (a module deleted mid-save) is one line, and the watch goes on. Ctrl-C ends it with
+one line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import time
 from collections.abc import Sequence
@@ -50,13 +52,18 @@ def snapshot(target: Path) -> Snapshot:
     return seen
 
 
+def version(target: Path, lesson: Lesson) -> str:
+    """What a grading of ``lesson`` depends on in the package: its files' fingerprint, and the
+    package's ``__init__.py``, which every lesson process imports first."""
+    init = target / "__init__.py"
+    return fingerprint(target, lesson.module) + (
+        hashlib.sha256(init.read_bytes()).hexdigest() if init.is_file() else ""
+    )
+
+
 def changed(target: Path, lessons: Sequence[Lesson], graded: dict[str, str]) -> list[Lesson]:
-    """The lessons whose files' fingerprint is not the one last graded."""
-    return [
-        lesson
-        for lesson in lessons
-        if fingerprint(target, lesson.module) != graded.get(lesson.slug)
-    ]
+    """The lessons whose ``version`` is not the one last graded."""
+    return [lesson for lesson in lessons if version(target, lesson) != graded.get(lesson.slug)]
 
 
 class _Interrupt:
@@ -101,7 +108,7 @@ def watch(
         while True:
             if due:
                 for lesson in due:
-                    graded[lesson.slug] = fingerprint(target, lesson.module)
+                    graded[lesson.slug] = version(target, lesson)
                 try:
                     report = grade(target, lessons=[lesson.slug for lesson in due], **options)
                 except GradingError as error:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from graders.fingerprint import fingerprint
-from graders.watch import changed, snapshot
+from graders.watch import changed, snapshot, version
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 600.0  # seconds: a deadline for a busy machine, not a measure of speed
@@ -96,14 +96,14 @@ def test_watch_regrades_on_save_goes_on_after_a_bad_import_or_a_missing_file_and
     assert "Traceback" not in text
 
 
-def test_an_edit_is_due_for_the_lessons_that_import_it_and_a_touch_for_none(
+def test_an_edit_is_due_for_the_lessons_that_import_it_and_a_touch_for_none_init_for_all(
     tmp_path: Path,
 ) -> None:
     from core.manifest import load_manifest
 
     target = _copy(tmp_path)
     lessons = [load_manifest().lesson(slug) for slug in ("attention", "block", "windows")]
-    graded = {lesson.slug: fingerprint(target, lesson.module) for lesson in lessons}
+    graded = {lesson.slug: version(target, lesson) for lesson in lessons}
     assert changed(target, lessons, graded) == []
     before = snapshot(target)
     attention = target / "attention.py"
@@ -114,3 +114,6 @@ def test_an_edit_is_due_for_the_lessons_that_import_it_and_a_touch_for_none(
     attention.write_text(attention.read_text() + "\n# edited\n")
     assert snapshot(target) != before
     assert [lesson.slug for lesson in changed(target, lessons, graded)] == ["attention", "block"]
+    init = target / "__init__.py"
+    init.write_text(init.read_text() + "\n# edited\n")
+    assert changed(target, lessons, graded) == lessons  # every lesson process imports it
