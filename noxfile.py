@@ -166,8 +166,9 @@ def run(
 def grade(session: nox.Session) -> None:
     """Grade exercises/: points, a hint and a lesson link per failed check.
 
-    `nox -s grade -- embeddings` grades one lesson; `-- --hidden` adds the hidden checks
-    (instructors); `-- --target DIR` grades another package; see `-- --help`.
+    `nox -s grade -- embeddings` grades one lesson; `-- --watch` stays up and grades again the
+    lessons you save; `-- --hidden` adds the hidden checks (instructors); `-- --target DIR`
+    grades another package; see `-- --help`.
     """
     run(session, "course", "-m", "graders", *session.posargs)
 

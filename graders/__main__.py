@@ -4,6 +4,7 @@
     python -m graders embeddings windows     # some lessons
     python -m graders --target solutions     # another package directory
     python -m graders --hidden               # instructors: the hidden checks too
+    python -m graders --watch windows        # grade again on every save, until Ctrl-C
 
 Exit status 0 whenever grading ran, whatever the score (1 with --strict when a check failed);
 2 with a one-line error when it could not (unknown lesson, a --target without the modules,
@@ -16,6 +17,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from core.cli import Parser, no_fork_here
 
@@ -64,7 +66,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--strict", action="store_true", help="exit with status 1 unless every check passed"
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="stay up and grade again, on every save, the lessons whose files changed "
+        "(Ctrl-C stops)",
+    )
+    args = parser.parse_args(argv)
+    if args.watch and args.strict:
+        parser.error("--strict needs a grading that ends; leave it out with --watch")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,16 +101,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    options: dict[str, Any] = {
+        "hidden": args.hidden,
+        "json_path": json_path,
+        "sandbox": args.sandbox,
+        "on_lesson": lambda lesson: render_lesson(console, lesson),
+        "input_seed": input_seed,
+    }
     try:
-        report = grade(
-            args.target,
-            lessons=args.lessons,
-            hidden=args.hidden,
-            json_path=json_path,
-            sandbox=args.sandbox,
-            on_lesson=lambda lesson: render_lesson(console, lesson),
-            input_seed=input_seed,
-        )
+        if args.watch:
+            from .watch import watch
+
+            return watch(args.target, args.lessons, console=console, **options)
+        report = grade(args.target, lessons=args.lessons, **options)
     except GradingError as error:
         console.file.flush()
         lines = str(error).splitlines() or ["grading failed"]

@@ -31,6 +31,8 @@ SKIPPED = {
         "installs nox (from PyPI) into a new virtualenv, then the test suite itself"
     ),
     "nox -s grade": "grades all nine lessons; test_graders.py grades every lesson",
+    "nox -s grade -- --watch windows": "runs until Ctrl-C; test_watch.py runs it, edits "
+    "the lesson and stops it",
     "nox -s compare": "trains twice for 40 steps; test_compare.py runs compare on a small corpus",
     "nox -s course": "a server that runs until stopped; test_run_cells.py starts it",
     "nox -s train -- --steps 600 --out runs/longer": "minutes of training",
@@ -46,6 +48,7 @@ SKIPPED = {
     "python bench/train_throughput.py --corpus ../shared/data/time-machine.txt": "a benchmark, "
     "on a file outside the repository",
     "python bench/grading_latency.py": "a benchmark: minutes",
+    "python bench/grading_latency.py --lesson windows": "a benchmark: a minute or two",
     "python bench/autograde_throughput.py": "a benchmark: minutes",
     "python bench/hint_share.py": "a benchmark: grades every planted variant, minutes",
     # An external Dask cluster over TLS: machines and certificates of the reader's own;

@@ -18,6 +18,8 @@ BAD_INPUT = [
     ("gpt.generate", ["--max-new-tokens", "-1"], "--max-new-tokens must be at least 0"),
     ("graders.__main__", ["--nosuch"], "unrecognized arguments: --nosuch"),
     ("graders.__main__", ["nosuchlesson"], "nosuchlesson"),
+    ("graders.__main__", ["--watch", "--strict"], "leave it out with --watch"),
+    ("graders.__main__", ["--watch", "nosuchlesson"], "nosuchlesson"),
     ("gpt.compare", ["--nosuch"], "unrecognized arguments: --nosuch"),
     ("live.course_server", ["--port", "x"], "invalid int value: 'x'"),
     ("instructor.__main__", ["release", "--nosuch"], "unrecognized arguments"),
