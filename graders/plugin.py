@@ -372,16 +372,19 @@ class GradingPlugin:
         selected check of its function passed: an error raised by a stub earns nothing. It
         fails with the hint of its function's first failed check, the mistake to fix first."""
         checks = [c for c in self.checks.values() if c.lesson == slug]
-        first: dict[str, str | None] = {}  # function -> the hint of its first failed check
+        # function -> the hint of its first failed check, and the section that teaches it
+        first: dict[str, tuple[str | None, str | None]] = {}
         for check in checks:
             if not check.error_path and check.id in self._failure:
-                first.setdefault(check.function, self._failure[check.id][0])
+                hint, _, section = self._failure[check.id]
+                first.setdefault(check.function, (hint, section or check.section))
         for check in checks:
             if check.error_path and check.id not in self._failure and check.function in first:
-                hint = first[check.function] or check.hint
+                hint, section = first[check.function]
+                hint = hint or check.hint
                 detail = ERROR_PATH.format(function=check.function)
-                self._failure[check.id] = (hint, detail)
-                self.report.record(check, False, hint, detail)
+                self._failure[check.id] = (hint, detail, section)
+                self.report.record(check, False, hint, detail, section)
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
