@@ -1,10 +1,10 @@
-"""Every command in the README's code blocks works as written on a fresh clone.
+"""Every command in the code blocks of the README and the pages of docs/ works as written.
 
 The cheap ones run here, through the module their nox session runs (read from noxfile.py) in
 this interpreter, whose environment holds everything the sessions' environments do. The
 others are listed in SKIPPED with the reason and, where one does, the test that covers them;
-they are still checked to name a real nox session or file. A new command in the README must
-either run here or be listed.
+they are still checked to name a real nox session or file. A new command in any of these pages
+must either run here or be listed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TEXT = "\n".join(page.read_text() for page in PAGES)
 
 SKIPPED = {
     "python -m pip install nox && nox -s train": "installs nox and trains for minutes; "
@@ -63,7 +64,7 @@ SKIPPED = {
     "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=key.pem": "shell variables",
     "nox -s autograde -- --scheduler tls://HOST:8786": "a placeholder host",
 }
-# Commands that must fail, as the README says, with one line containing this text: a fresh
+# Commands that must fail, as the pages say, with one line containing this text: a fresh
 # clone's exercises are stubs, and training on them stops at the first one.
 FAILS_WITH = {
     "nox -s train -- --lessons exercises": "is not implemented yet",
@@ -72,8 +73,8 @@ FAILS_WITH = {
 
 
 def readme_commands() -> list[str]:
-    """The command lines of the README's ```bash blocks, comments dropped."""
-    blocks = re.findall(r"^```bash\n(.*?)^```", README.read_text(), flags=re.M | re.S)
+    """The command lines of the pages' ```bash blocks, comments dropped."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", TEXT, flags=re.M | re.S)
     commands = []
     for block in blocks:
         # A line ending in a backslash goes on on the next one, as the shell reads it.
@@ -118,6 +119,17 @@ def as_python(command: str, tmp_path: Path) -> list[str]:
 COMMANDS = readme_commands()
 
 
+def test_the_pages_are_the_readme_and_docs() -> None:
+    names = {page.relative_to(ROOT).as_posix() for page in PAGES}
+    assert {"README.md", "docs/instructors.md", "docs/developers.md", "docs/training.md"} <= names
+
+
+def test_the_readme_links_every_page_of_docs() -> None:
+    readme = PAGES[0].read_text()
+    for page in PAGES[1:]:
+        assert f"](docs/{page.name})" in readme, page.name
+
+
 def test_the_readme_has_commands_and_every_skip_is_still_in_it() -> None:
     assert len(COMMANDS) >= 10
     assert set(SKIPPED) <= set(COMMANDS), set(SKIPPED) - set(COMMANDS)
@@ -125,7 +137,7 @@ def test_the_readme_has_commands_and_every_skip_is_still_in_it() -> None:
 
 
 def test_every_nox_session_the_readme_names_exists() -> None:
-    named = set(re.findall(r"nox -s ([a-z][a-z-]*)", README.read_text()))  # NAME: a placeholder
+    named = set(re.findall(r"nox -s ([a-z][a-z-]*)", TEXT))  # NAME: a placeholder
     assert named and named <= set(nox_sessions()), named - set(nox_sessions())
 
 
@@ -139,25 +151,25 @@ def _noxfile_constant(name: str):
 
 
 def test_the_environments_the_readme_names_are_the_noxfiles() -> None:
-    named = set(re.findall(r"\.nox/([a-z]+)", README.read_text()))
+    named = set(re.findall(r"\.nox/([a-z]+)", TEXT))
     assert named and named <= set(_noxfile_constant("ENVIRONMENTS")), named
-    assert "`grading` environment" not in README.read_text()  # an extra, not an environment
+    assert "`grading` environment" not in TEXT  # an extra, not an environment
 
 
 def test_the_torch_choice_the_readme_names_is_the_noxfiles() -> None:
-    named = set(re.findall(r"COURSE_TORCH=([a-z]+)", README.read_text()))
+    named = set(re.findall(r"COURSE_TORCH=([a-z]+)", TEXT))
     assert named and named <= set(_noxfile_constant("TORCH_CHOICES")), named
 
 
 def test_the_console_commands_the_readme_names_exist() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    named = set(re.findall(r"`(course-[a-z]+)`", README.read_text()))
+    named = set(re.findall(r"`(course-[a-z]+)`", TEXT))
     assert named == set(scripts), named ^ set(scripts)
 
 
 def test_the_environments_programs_the_readme_runs_are_installed() -> None:
     """``.nox/dev/bin/nbgrader ...``: this interpreter's environment holds what dev holds."""
-    named = set(re.findall(r"\.nox/dev/bin/([a-z][a-z-]*)", README.read_text()))
+    named = set(re.findall(r"\.nox/dev/bin/([a-z][a-z-]*)", TEXT))
     assert "nbgrader" in named
     here = Path(sysconfig.get_path("scripts"))
     for program in named:
