@@ -127,8 +127,9 @@ def _sandbox_command(
       worker's output and fails a call that prints more than 8 MiB (graders/client.py); files
       are capped by the file-size limit and the 256 MiB of /tmp.
 
-    Not enforced: the kernel's whole system-call surface stays reachable (no seccomp filter), so
-    a kernel exploit would escape; where no cgroup can be had (cgroup v1, no systemd, no user
+    Not enforced: most of the kernel's system-call surface stays reachable (the lesson process's
+    seccomp filter, graders/worker/hardening.py, refuses only REFUSED_SYSCALLS: new processes,
+    threads, memfd and the like), so a kernel exploit would escape; where no cgroup can be had (cgroup v1, no systemd, no user
     session), memory is capped per process by address space only (64 processes x 4 GiB is the
     theoretical bound; the per-call timeout is the practical one) and the tmpfs counts against
     the host's memory; CPU time is capped per process, wall
@@ -258,7 +259,7 @@ def _scope(run: str, limit: int, root: bool) -> list[str]:
 def _memory_cap(limit: int, root: bool) -> list[str]:
     """The command prefix that puts the sandbox in a transient cgroup of ``limit`` bytes (its
     processes and their /tmp together; the kernel kills inside it beyond that), or nothing
-    where the machine cannot (README: then the per-process limits bound it)."""
+    where the machine cannot (docs/instructors.md: then the per-process limits bound it)."""
     if not memory_cgroup_available(root):
         return []
     run = shutil.which("systemd-run", path="/usr/bin:/bin")
@@ -437,5 +438,5 @@ def _probe(prefix: list[str], drop: list[str], prlimit: str) -> None:
     if _probed[key] is not None:
         raise SandboxUnavailable(
             f"bubblewrap cannot create the grading sandbox here: {_probed[key]} "
-            "(it needs user namespaces, or root; see the README's Instructors section)"
+            "(it needs user namespaces, or root; see docs/instructors.md)"
         )

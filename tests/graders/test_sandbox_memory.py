@@ -4,7 +4,7 @@ transient cgroup, where the machine has one: graders/sandbox.py).
 
 Skipped where no cgroup can be had (cgroup v1 or a hybrid layout, no systemd, no user session),
 under CI as well: the machine this project is developed and tested on offers none, and there
-the README says what bounds the sandbox instead.
+docs/instructors.md says what bounds the sandbox instead.
 """
 
 from __future__ import annotations

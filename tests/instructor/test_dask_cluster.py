@@ -1,5 +1,5 @@
 """Autograde's Dask clusters (issues 18 and 21): the local one lets no other process in, and an
-external one, a scheduler and a worker started as separate processes the way the README says,
+external one, a scheduler and a worker started as separate processes the way docs/instructors.md says,
 grades a class.
 
 Whoever connects to a Dask scheduler runs code on its workers, as the instructor. The local
@@ -179,7 +179,7 @@ def _wait_for_a_worker(address: str, log: Path) -> None:
 @pytest.mark.parametrize("protocol", ["tcp", "tls"])
 def test_autograde_on_a_scheduler_and_a_worker_started_apart(released_course, tmp_path, protocol):
     """`python -m distributed.cli.dask_scheduler` and `... dask_worker` in processes of their
-    own, started outside the repository with it on PYTHONPATH (as the README says; here the
+    own, started outside the repository with it on PYTHONPATH (as docs/instructors.md says; here the
     tests' folder too, for the stand-in harness), grade a class that autograde records here.
     Over TLS, the scheduler, the worker and autograde hold the files of the instructor's own
     CA (autograde through Dask's configuration), and a client without them is refused."""
