@@ -129,10 +129,10 @@ def _sandbox_command(
 
     Not enforced: most of the kernel's system-call surface stays reachable (the lesson process's
     seccomp filter, graders/worker/hardening.py, refuses only REFUSED_SYSCALLS: new processes,
-    threads, memfd and the like), so a kernel exploit would escape; where no cgroup can be had (cgroup v1, no systemd, no user
-    session), memory is capped per process by address space only (64 processes x 4 GiB is the
-    theoretical bound; the per-call timeout is the practical one) and the tmpfs counts against
-    the host's memory; CPU time is capped per process, wall
+    threads, memfd and the like), so a kernel exploit would escape; where no cgroup can be had
+    (cgroup v1, no systemd, no user session), memory is capped per process by address space
+    only (64 processes x 4 GiB is the theoretical bound; the per-call timeout is the practical
+    one) and the tmpfs counts against the host's memory; CPU time is capped per process, wall
     time by the checker's per-call timeout; disk I/O and CPU share are not throttled; the student
     can read the Python installation and site-packages (public software) and their own files; the
     worker's own environment (a small one, from graders.client) is passed through, with PATH,

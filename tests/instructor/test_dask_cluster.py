@@ -1,6 +1,6 @@
 """Autograde's Dask clusters (issues 18 and 21): the local one lets no other process in, and an
-external one, a scheduler and a worker started as separate processes the way docs/instructors.md says,
-grades a class.
+external one, a scheduler and a worker started as separate processes the way
+docs/instructors.md says, grades a class.
 
 Whoever connects to a Dask scheduler runs code on its workers, as the instructor. The local
 cluster's scheduler therefore speaks TLS with credentials made for the run (``cryptography``
