@@ -27,6 +27,7 @@ CHILDREN = """
 import os, sys, time
 alive = 0
 pids = []
+print("started", flush=True)
 for _ in range(int(sys.argv[1])):
     pid = os.fork()
     if pid == 0:
@@ -51,13 +52,16 @@ def run_children(n: int, tmp_path) -> str:
 
 @needs_cgroup
 def test_one_process_under_the_cap_keeps_its_memory(bubblewrap, tmp_path):
-    assert "survivors 1" in run_children(1, tmp_path)
+    out = run_children(1, tmp_path)
+    assert "started" in out and "survivors 1" in out, out
 
 
 @needs_cgroup
 def test_children_together_cannot_pass_the_cap(bubblewrap, tmp_path):
     # Each holds 600 MiB, under its own 1 GiB of address space; four hold 2.3 GiB together.
-    assert "survivors 4" not in run_children(4, tmp_path)
+    out = run_children(4, tmp_path)
+    assert "started" in out, f"the script never ran in the sandbox: {out!r}"
+    assert "survivors 4" not in out
 
 
 def test_the_scope_caps_memory_without_swap():
