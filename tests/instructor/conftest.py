@@ -1,4 +1,5 @@
-"""Fixtures of the Gradescope autograder's tests (test_gradescope.py, test_gradescope_run.py):
+"""Fixtures of the instructor tests: a writable copy of the released course (autograde,
+regrade), and for the Gradescope autograder's tests (test_gradescope.py, test_gradescope_run.py)
 the zip, unpacked as Gradescope unpacks it, and what its unprivileged fallback needs here."""
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ from system_packages import under_ci
 ROOT = Path(__file__).resolve().parents[2]
 GRADESCOPE_LESSON = "embeddings"
 SITE = "https://course.example.org/gpt/"  # the site the course's release recorded
+
+
+@pytest.fixture
+def course(released_course, tmp_path, monkeypatch):
+    """A copy of the released course of its own, on the default (SQLite) gradebook."""
+    from instructor.course import Course
+    from instructor.gradebook_url import GRADEBOOK_ENV
+
+    monkeypatch.delenv(GRADEBOOK_ENV, raising=False)
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    return Course.at(root)
 
 
 def skip_or_fail(reason: str) -> NoReturn:

@@ -24,17 +24,6 @@ LESSON = "embeddings"
 LOOKUP = "lookup-matches-indexing"
 
 
-@pytest.fixture
-def course(released_course, tmp_path, monkeypatch):
-    from instructor.course import Course
-    from instructor.gradebook_url import GRADEBOOK_ENV
-
-    monkeypatch.delenv(GRADEBOOK_ENV, raising=False)
-    root = tmp_path / "course"
-    shutil.copytree(released_course, root)
-    return Course.at(root)
-
-
 def _score(course, student: str) -> float:
     from nbgrader.api import Gradebook
 

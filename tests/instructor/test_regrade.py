@@ -5,7 +5,6 @@ not pass for the recorded grading."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from extras import require_extra
@@ -17,19 +16,13 @@ LOOKUP = "lookup-matches-indexing"
 
 
 @pytest.fixture
-def graded(released_course, tmp_path, monkeypatch):
+def graded(course):
     """A course where ann's submission (one check failed) was autograded."""
     from autograde_fakes import fake_grade, submit
 
     from instructor import autograde as pipeline
-    from instructor.course import Course
-    from instructor.gradebook_url import GRADEBOOK_ENV
 
-    monkeypatch.delenv(GRADEBOOK_ENV, raising=False)
-    root = tmp_path / "course"
-    shutil.copytree(released_course, root)
-    course = Course.at(root)
-    submit(root, "ann", {LOOKUP: "off-by-one"})
+    submit(course.root, "ann", {LOOKUP: "off-by-one"})
     pipeline.autograde(course, [LESSON], engine="threads", grader=fake_grade, progress=False)
     return course
 
