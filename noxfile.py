@@ -325,7 +325,7 @@ def export(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def report(session: nox.Session) -> None:
-    """Instructors: what the class gets wrong, build/nbgrader/reports/mistakes.html and .csv."""
+    """Instructors: the class report (what the class gets wrong), build/nbgrader/reports/."""
     _instructor(session, "report")
 
 
