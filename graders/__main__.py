@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from rich.console import Console
 
-    from .report import render_lesson, render_total
     from .runner import DEFAULT_REPORT, GradingError, grade
     from .seed import seed_from_environment, seed_from_file
+    from .terminal import render_lesson, render_total
 
     # A console on its own copy of standard output: pytest's output capture does not touch it.
     console = Console(

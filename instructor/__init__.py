@@ -23,9 +23,9 @@ settings), ``late_penalty`` (its late-submission plugin),
 ``nbgrader_api`` (nbgrader's API, the generated config file), ``errors``, ``release``
 (notebooks from the manifest), ``preprocessors`` (notebook rebuilt from the gradebook; hidden
 tests out of feedback), ``collect`` (zips into submitted/), ``grading`` (one grading run, on a
-worker), ``autograde`` (grading on a Dask cluster, feedback), ``gradebook`` (batched recording
-and the per-check history), ``export`` (the CSV files, an nbgrader export plugin),
-``mistakes`` (the class report), ``gradescope`` and ``gradescope_run`` (the Gradescope
-autograder) and ``similarity`` (similar submissions).
+worker), ``autograde`` (grading on a Dask cluster), ``feedback`` (the students' feedback HTML),
+``gradebook`` (batched recording and the per-check history), ``export`` (the CSV files, an
+nbgrader export plugin), ``class_report`` (the class report), ``gradescope`` and
+``gradescope_run`` (the Gradescope autograder) and ``similarity`` (similar submissions).
 The sandbox is graders/sandbox.py.
 """

@@ -143,9 +143,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     auto.add_argument("--no-collect", dest="collect", action="store_false")
     auto.add_argument("--no-feedback", dest="feedback", action="store_false")
     auto.add_argument("--no-export", dest="export", action="store_false")
-    auto.add_argument(
-        "--report", action="store_true", help="write the class mistakes report as well"
-    )
+    auto.add_argument("--report", action="store_true", help="write the class report as well")
     feedback = commands.add_parser(
         "feedback", parents=[common], help="feedback HTML (hidden tests stripped)"
     )
@@ -399,7 +397,7 @@ def feedback(args: argparse.Namespace, course: Course) -> int:
 
 
 def make_feedback(course: Course, lessons: list[str] | None) -> None:
-    from .autograde import feedback
+    from .feedback import feedback
 
     made, skipped = feedback(course, lessons)
     if skipped:
@@ -428,7 +426,7 @@ def report(args: argparse.Namespace, course: Course) -> int:
 
 
 def write_report(course: Course, to: Path | None) -> None:
-    from .mistakes import write_report
+    from .class_report import write_report
 
     for path in write_report(course, to):
         print(f"wrote {path}")

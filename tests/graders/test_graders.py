@@ -322,7 +322,7 @@ def test_terminal_report_header_on_its_own_line_and_hints_wrap_with_hanging_inde
 
     from rich.console import Console
 
-    from graders.report import render_lesson
+    from graders.terminal import render_lesson
 
     out = io.StringIO()
     check = {
@@ -438,7 +438,7 @@ def test_a_long_link_is_never_wrapped(monkeypatch):
 
     from rich.console import Console
 
-    from graders.report import render_lesson
+    from graders.terminal import render_lesson
 
     monkeypatch.setenv("COURSE_SITE_URL", "https://a-rather-long-host-name.example.org/courses/gpt")
     out = io.StringIO()
@@ -459,7 +459,8 @@ def test_one_mistake_is_told_once_with_the_checks_it_costs(tmp_path, monkeypatch
     from rich.console import Console
 
     from core.manifest import load_manifest
-    from graders.report import Report, render_lesson, uses
+    from graders.report import Report, uses
+    from graders.terminal import render_lesson
 
     # The instructor's checker answers TokenWindows' shift itself: no mistake of shift reaches it.
     assert uses("windows", "TokenWindows") == ()
@@ -503,7 +504,8 @@ def test_a_recognised_mistake_lists_the_checks_of_its_function_that_recognise_no
     from rich.console import Console
 
     from core.manifest import load_manifest
-    from graders.report import Report, render_lesson
+    from graders.report import Report
+    from graders.terminal import render_lesson
 
     manifest = load_manifest()
     lesson = manifest.lesson("block")

@@ -28,6 +28,7 @@ GRADER_FILES = sorted(
         ROOT / "graders" / "hints.py",
         ROOT / "graders" / "checking.py",
         ROOT / "graders" / "report.py",
+        ROOT / "graders" / "terminal.py",
     ]
 )
 TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:e-?\d+)?|\.\.\.|\*\*|//|[<>=!]=|\S")

@@ -13,7 +13,8 @@ from rich.console import Console
 
 from core.manifest import ROOT, load_manifest
 from graders.fingerprint import fingerprint
-from graders.report import Report, render_total
+from graders.report import Report
+from graders.terminal import render_total
 
 ORDER = [lesson.slug for lesson in load_manifest().lessons]
 

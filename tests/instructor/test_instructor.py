@@ -1027,7 +1027,7 @@ def test_instructor_commands_handle_lessons_without_submissions(fake_class, capf
 def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
     import csv
 
-    from instructor.mistakes import write_report
+    from instructor.class_report import write_report
 
     course = fake_class["course"].root
     write_report(fake_class["course"])
@@ -1072,10 +1072,10 @@ def test_stuck_sees_the_attempts_of_one_download(released_course, tmp_path):
     from autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
+    from instructor.class_report import write_report
     from instructor.collect import collect
     from instructor.course import Course
     from instructor.gradebook import HISTORY
-    from instructor.mistakes import write_report
 
     root = tmp_path / "course"
     shutil.copytree(released_course, root)
@@ -1142,7 +1142,7 @@ def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
     chromium = require("chromium")
     from playwright.sync_api import sync_playwright
 
-    from instructor.mistakes import write_report
+    from instructor.class_report import write_report
 
     page_path = write_report(fake_class["course"], tmp_path)[0]
     with sync_playwright() as playwright:
@@ -1214,9 +1214,10 @@ def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_
     from nbgrader.api import Gradebook
 
     from instructor import autograde as pipeline
+    from instructor.class_report import write_report
     from instructor.course import Course
     from instructor.export import export
-    from instructor.mistakes import write_report
+    from instructor.feedback import feedback
     from instructor.similarity import compare
 
     root = tmp_path / "course"
@@ -1255,7 +1256,7 @@ def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_
     assert all(o.output_type in ("stream", "execute_result") for o in outputs)
     assert not any("text/html" in o.get("data", {}) for o in outputs)
 
-    made, _skipped = pipeline.feedback(course, [LESSON])
+    made, _skipped = feedback(course, [LESSON])
     page = Path(next(p for p in made if "/ann/" in p)).read_text()
     assert "<script>alert('x')" not in page and "&lt;script&gt;alert(" in page
     assert "\x1b" not in page
@@ -1297,8 +1298,8 @@ def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
     from autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
+    from instructor.class_report import write_report
     from instructor.course import Course
-    from instructor.mistakes import write_report
 
     block = manifest().lesson("block")
     assert block.number == 5

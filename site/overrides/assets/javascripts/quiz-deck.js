@@ -10,20 +10,20 @@
  * (localStorage[READER_KEY]), the page's path and the question's id. quiz.js names an answer by
  * its value, never by its place, so the order does not disturb its grading or its restore.
  */
-(function () {
+(() => {
   "use strict";
 
-  var READER_KEY = "course_quiz_reader";
+  const READER_KEY = "course_quiz_reader";
 
   function readerSeed() {
     try {
-      var seed = localStorage.getItem(READER_KEY);
+      let seed = localStorage.getItem(READER_KEY);
       if (!seed) {
         seed = String(Math.floor(Math.random() * 4294967296));
         localStorage.setItem(READER_KEY, seed);
       }
       return seed;
-    } catch (error) {
+    } catch {
       return "0"; // no storage: one fixed order, still not the order of the source
     }
   }
@@ -31,13 +31,13 @@
   // A small seeded generator (FNV-1a of the text, then mulberry32): uniform enough to shuffle
   // four options, and the same numbers in every browser.
   function generator(text) {
-    var state = 2166136261;
-    for (var i = 0; i < text.length; i++) {
+    let state = 2166136261;
+    for (let i = 0; i < text.length; i++) {
       state = Math.imul(state ^ text.charCodeAt(i), 16777619) >>> 0;
     }
-    return function () {
+    return () => {
       state = (state + 0x6d2b79f5) >>> 0;
-      var t = state;
+      let t = state;
       t = Math.imul(t ^ (t >>> 15), t | 1);
       t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
@@ -45,47 +45,47 @@
   }
 
   function shuffleOptions(quiz, seed) {
-    var fieldset = quiz.querySelector("form fieldset");
+    const fieldset = quiz.querySelector("form fieldset");
     if (!fieldset || quiz.dataset.shuffled) return;
-    var options = Array.prototype.slice.call(fieldset.querySelectorAll(":scope > div"));
-    var random = generator(seed + " " + location.pathname + " " + quiz.id);
-    for (var i = options.length - 1; i > 0; i--) {
-      var j = Math.floor(random() * (i + 1));
-      var swap = options[i];
+    const options = Array.prototype.slice.call(fieldset.querySelectorAll(":scope > div"));
+    const random = generator(`${seed} ${location.pathname} ${quiz.id}`);
+    for (let i = options.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      const swap = options[i];
       options[i] = options[j];
       options[j] = swap;
     }
-    options.forEach(function (option) {
+    options.forEach((option) => {
       fieldset.appendChild(option);
     });
     quiz.dataset.shuffled = "true";
   }
 
   function answered(quiz) {
-    var feedback = quiz.querySelector(".quiz-feedback");
+    const feedback = quiz.querySelector(".quiz-feedback");
     return !!feedback && !feedback.classList.contains("hidden");
   }
 
   function button(label, className) {
-    var element = document.createElement("button");
+    const element = document.createElement("button");
     element.type = "button";
-    element.className = "quiz-deck__button " + className;
+    element.className = `quiz-deck__button ${className}`;
     element.textContent = label;
     return element;
   }
 
   function makeDeck(quizzes) {
-    var deck = document.createElement("div");
+    const deck = document.createElement("div");
     deck.className = "quiz-deck";
     quizzes[0].parentNode.insertBefore(deck, quizzes[0]);
-    quizzes.forEach(function (quiz) {
+    quizzes.forEach((quiz) => {
       deck.appendChild(quiz);
     });
-    var nav = document.createElement("div");
+    const nav = document.createElement("div");
     nav.className = "quiz-deck__nav";
-    var previous = button("Previous", "quiz-deck__previous");
-    var next = button("Next", "quiz-deck__next");
-    var where = document.createElement("span");
+    const previous = button("Previous", "quiz-deck__previous");
+    const next = button("Next", "quiz-deck__next");
+    const where = document.createElement("span");
     where.className = "quiz-deck__where";
     where.setAttribute("aria-live", "polite");
     nav.appendChild(previous);
@@ -93,56 +93,54 @@
     nav.appendChild(next);
     deck.appendChild(nav);
 
-    var current = 0;
+    let current = 0;
     function show(index) {
       current = Math.max(0, Math.min(quizzes.length - 1, index));
-      quizzes.forEach(function (quiz, i) {
+      quizzes.forEach((quiz, i) => {
         quiz.classList.toggle("quiz-deck__off", i !== current);
       });
-      where.textContent = "Question " + (current + 1) + " of " + quizzes.length;
+      where.textContent = `Question ${current + 1} of ${quizzes.length}`;
       previous.disabled = current === 0;
       next.disabled = current === quizzes.length - 1;
     }
-    previous.addEventListener("click", function () {
+    previous.addEventListener("click", () => {
       show(current - 1);
     });
-    next.addEventListener("click", function () {
+    next.addEventListener("click", () => {
       show(current + 1);
     });
-    deck.showQuiz = function (quiz) {
-      var index = quizzes.indexOf(quiz);
+    deck.showQuiz = (quiz) => {
+      const index = quizzes.indexOf(quiz);
       if (index !== -1) show(index);
     };
-    var open = quizzes.findIndex(function (quiz) {
-      return !answered(quiz);
-    });
+    const open = quizzes.findIndex((quiz) => !answered(quiz));
     show(open === -1 ? 0 : open);
     return deck;
   }
 
   function showTarget() {
-    var id = decodeURIComponent(location.hash.slice(1));
-    var target = id ? document.getElementById(id) : null;
-    var quiz = target && target.closest ? target.closest(".quiz") : null;
-    var deck = quiz ? quiz.closest(".quiz-deck") : null;
-    if (deck && deck.showQuiz) deck.showQuiz(quiz);
+    const id = decodeURIComponent(location.hash.slice(1));
+    const target = id ? document.getElementById(id) : null;
+    const quiz = target?.closest ? target.closest(".quiz") : null;
+    const deck = quiz ? quiz.closest(".quiz-deck") : null;
+    if (deck?.showQuiz) deck.showQuiz(quiz);
   }
 
   function setUp() {
-    var seed = readerSeed();
-    var all = Array.prototype.slice.call(document.querySelectorAll("article .quiz"));
-    all.forEach(function (quiz) {
+    const seed = readerSeed();
+    const all = Array.prototype.slice.call(document.querySelectorAll("article .quiz"));
+    all.forEach((quiz) => {
       if (quiz.querySelector('fieldset input[name="answer"]')) shuffleOptions(quiz, seed);
     });
     // A run of quizzes that follow one another (nothing but whitespace and comments between).
-    var runs = [];
-    all.forEach(function (quiz) {
+    const runs = [];
+    all.forEach((quiz) => {
       if (quiz.closest(".quiz-deck")) return;
-      var last = runs[runs.length - 1];
+      const last = runs[runs.length - 1];
       if (last && last[last.length - 1].nextElementSibling === quiz) last.push(quiz);
       else runs.push([quiz]);
     });
-    runs.forEach(function (run) {
+    runs.forEach((run) => {
       if (run.length > 1) makeDeck(run);
     });
     showTarget();
@@ -150,11 +148,11 @@
 
   window.addEventListener("hashchange", showTarget);
   if (typeof document$ !== "undefined") {
-    document$.subscribe(function () {
+    document$.subscribe(() => {
       setTimeout(setUp, 0);
     });
   } else {
-    document.addEventListener("DOMContentLoaded", function () {
+    document.addEventListener("DOMContentLoaded", () => {
       setTimeout(setUp, 0);
     });
   }

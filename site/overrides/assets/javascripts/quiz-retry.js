@@ -20,38 +20,34 @@
  * time" from "right after a wrong pick". Only the reset of every question (quiz.js's "Reset",
  * once confirmed) forgets these marks; "Try Again" on one question does not.
  */
-(function () {
+(() => {
   "use strict";
 
-  var REVEAL_AFTER = 2; // wrong picks on one question before the answer is shown unasked
-  var REVEALED_PREFIX = "course_quiz_revealed_"; // + page path: ids of the revealed questions
-  var MISSED_PREFIX = "course_quiz_missed_"; // + page path: ids whose first pick was wrong
-  var ANSWERS_PREFIX = "quiz_progress_"; // + page path: quiz.js's {id: {answered, correct}}
+  const REVEAL_AFTER = 2; // wrong picks on one question before the answer is shown unasked
+  const REVEALED_PREFIX = "course_quiz_revealed_"; // + page path: ids of the revealed questions
+  const MISSED_PREFIX = "course_quiz_missed_"; // + page path: ids whose first pick was wrong
+  const ANSWERS_PREFIX = "quiz_progress_"; // + page path: quiz.js's {id: {answered, correct}}
 
   function stored(key, fallback) {
     try {
-      var value = JSON.parse(localStorage.getItem(key));
+      const value = JSON.parse(localStorage.getItem(key));
       return value === null ? fallback : value;
-    } catch (error) {
+    } catch {
       return fallback;
     }
   }
 
   // The revealed ids of this page that quiz.js still holds as answered (its reset forgets both).
   function revealedIds() {
-    var ids = stored(REVEALED_PREFIX + location.pathname, []);
-    var answered = stored(ANSWERS_PREFIX + location.pathname, {});
-    return Array.isArray(ids)
-      ? ids.filter(function (id) {
-          return answered[id] && answered[id].answered;
-        })
-      : [];
+    const ids = stored(REVEALED_PREFIX + location.pathname, []);
+    const answered = stored(ANSWERS_PREFIX + location.pathname, {});
+    return Array.isArray(ids) ? ids.filter((id) => answered[id]?.answered) : [];
   }
 
   function save(prefix, ids) {
     try {
       localStorage.setItem(prefix + location.pathname, JSON.stringify(ids));
-    } catch (error) {
+    } catch {
       /* storage full or disabled: the mark lasts until the page is left */
     }
   }
@@ -62,24 +58,24 @@
 
   // The ids of this page whose first pick was wrong (kept through "Try Again" on one question).
   function missedIds() {
-    var ids = stored(MISSED_PREFIX + location.pathname, []);
+    const ids = stored(MISSED_PREFIX + location.pathname, []);
     return Array.isArray(ids) ? ids : [];
   }
 
   function markMissed(quiz) {
-    var ids = missedIds();
+    const ids = missedIds();
     if (quiz.id && ids.indexOf(quiz.id) === -1) save(MISSED_PREFIX, ids.concat([quiz.id]));
   }
 
   // Right the first time, right after a wrong pick, and revealed, among the answered questions.
   function counts() {
-    var answered = stored(ANSWERS_PREFIX + location.pathname, {});
-    var revealed = revealedIds();
-    var missed = missedIds();
-    var first = 0;
-    var later = 0;
-    Object.keys(answered).forEach(function (id) {
-      var answer = answered[id];
+    const answered = stored(ANSWERS_PREFIX + location.pathname, {});
+    const revealed = revealedIds();
+    const missed = missedIds();
+    let first = 0;
+    let later = 0;
+    Object.keys(answered).forEach((id) => {
+      const answer = answered[id];
       if (!answer || !answer.answered || !answer.correct || revealed.indexOf(id) !== -1) return;
       if (missed.indexOf(id) === -1) first += 1;
       else later += 1;
@@ -87,7 +83,7 @@
     return { first: first, later: later, revealed: revealed.length };
   }
 
-  var LINES = [
+  const LINES = [
     ["first", "Right the first time: "],
     ["later", "Right after a wrong pick: "],
     ["revealed", "Revealed: "],
@@ -95,22 +91,22 @@
 
   // The sidebar's lines under quiz.js's "Correct" (which counts a right second pick as right).
   function showCounts() {
-    var numbers = counts();
-    document.querySelectorAll('[data-md-component="quiz-progress"]').forEach(function (panel) {
-      LINES.forEach(function (entry) {
-        var number = panel.querySelector(".quiz-progress-" + entry[0]);
+    const numbers = counts();
+    document.querySelectorAll('[data-md-component="quiz-progress"]').forEach((panel) => {
+      LINES.forEach((entry) => {
+        let number = panel.querySelector(`.quiz-progress-${entry[0]}`);
         if (!number) {
-          var line = document.createElement("span");
-          line.className = "md-ellipsis quiz-progress-" + entry[0] + "-line";
+          const line = document.createElement("span");
+          line.className = `md-ellipsis quiz-progress-${entry[0]}-line`;
           line.appendChild(document.createTextNode(entry[1]));
           number = document.createElement("span");
-          number.className = "quiz-progress-" + entry[0];
+          number.className = `quiz-progress-${entry[0]}`;
           line.appendChild(number);
-          var reset = panel.querySelector(".quiz-correct-reset");
+          const reset = panel.querySelector(".quiz-correct-reset");
           if (panel.tagName === "UL") {
-            var item = document.createElement("li");
+            const item = document.createElement("li");
             item.className = "md-nav__item";
-            var link = document.createElement("div");
+            const link = document.createElement("div");
             link.className = "md-nav__link";
             link.appendChild(line);
             item.appendChild(link);
@@ -129,16 +125,16 @@
   // A revealed question is closed: its answers can no longer be picked or reset one by one.
   function close(quiz) {
     quiz.classList.add("quiz--revealed");
-    answers(quiz).forEach(function (input) {
+    answers(quiz).forEach((input) => {
       input.disabled = true;
     });
-    quiz.querySelectorAll('.quiz-reset-button, button[type="submit"]').forEach(function (button) {
+    quiz.querySelectorAll('.quiz-reset-button, button[type="submit"]').forEach((button) => {
       button.classList.add("hidden");
     });
   }
 
   function choiceQuiz(element) {
-    var quiz = element && element.closest ? element.closest(".quiz") : null;
+    const quiz = element?.closest ? element.closest(".quiz") : null;
     if (!quiz || quiz.getAttribute("data-quiz-type") === "fill-blank") return null;
     return quiz.querySelector('fieldset input[name="answer"]') ? quiz : null;
   }
@@ -148,9 +144,7 @@
   }
 
   function answeredRight(quiz) {
-    return answers(quiz).every(function (input) {
-      return input.checked === input.hasAttribute("data-correct");
-    });
+    return answers(quiz).every((input) => input.checked === input.hasAttribute("data-correct"));
   }
 
   function feedbackBox(quiz) {
@@ -158,9 +152,9 @@
   }
 
   function item(kind, html) {
-    var box = document.createElement("div");
-    box.className = "quiz-feedback-item " + kind;
-    var content = document.createElement("div");
+    const box = document.createElement("div");
+    box.className = `quiz-feedback-item ${kind}`;
+    const content = document.createElement("div");
     content.className = "quiz-feedback-item-content";
     content.innerHTML = html;
     box.appendChild(content);
@@ -168,45 +162,46 @@
   }
 
   function reveal(quiz) {
-    var feedback = feedbackBox(quiz);
+    const feedback = feedbackBox(quiz);
     if (!feedback || feedback.querySelector(".quiz-revealed")) return;
-    var parts = answers(quiz)
-      .filter(function (input) {
-        return input.hasAttribute("data-correct");
-      })
-      .map(function (input) {
+    const parts = answers(quiz)
+      .filter((input) => input.hasAttribute("data-correct"))
+      .map((input) => {
         input.parentElement.classList.add("correct", "quiz-answer-revealed");
-        var label = input.parentElement.querySelector("label");
-        var why = input.parentElement.querySelector(".answer-feedback");
+        const label = input.parentElement.querySelector("label");
+        const why = input.parentElement.querySelector(".answer-feedback");
         return (
           "<strong>The answer:</strong> " +
           (label ? label.innerHTML : "") +
-          (why && why.innerHTML.trim() ? '<div class="quiz-revealed-why">' + why.innerHTML + "</div>" : "")
+          (why?.innerHTML.trim() ? `<div class="quiz-revealed-why">${why.innerHTML}</div>` : "")
         );
       });
-    var retry = feedback.querySelector(".quiz-retry");
+    const retry = feedback.querySelector(".quiz-retry");
     if (retry) retry.remove();
-    var box = item("correct quiz-revealed", parts.join("<br>"));
+    const box = item("correct quiz-revealed", parts.join("<br>"));
     feedback.appendChild(box);
     feedback.classList.remove("hidden");
     close(quiz);
-    var ids = revealedIds();
+    const ids = revealedIds();
     if (quiz.id && ids.indexOf(quiz.id) === -1) saveRevealed(ids.concat([quiz.id]));
     showCounts();
   }
 
   function invite(quiz) {
-    var feedback = feedbackBox(quiz);
+    const feedback = feedbackBox(quiz);
     if (!feedback || feedback.querySelector(".quiz-retry")) return;
-    var auto = quiz.hasAttribute("data-auto-submit") && !quiz.querySelector('input[type="checkbox"]');
-    var note = document.createElement("p");
+    const auto =
+      quiz.hasAttribute("data-auto-submit") && !quiz.querySelector('input[type="checkbox"]');
+    const note = document.createElement("p");
     note.className = "quiz-retry";
     note.appendChild(
       document.createTextNode(
-        auto ? "Pick another answer to try again, or " : "Press \u201cTry Again\u201d to change your answer, or ",
+        auto
+          ? "Pick another answer to try again, or "
+          : "Press \u201cTry Again\u201d to change your answer, or ",
       ),
     );
-    var button = document.createElement("button");
+    const button = document.createElement("button");
     button.type = "button";
     button.className = "quiz-show-answer";
     button.textContent = "show the answer";
@@ -221,7 +216,7 @@
       return;
     }
     markMissed(quiz);
-    var wrong = Number(quiz.dataset.wrongPicks || 0) + 1;
+    const wrong = Number(quiz.dataset.wrongPicks || 0) + 1;
     quiz.dataset.wrongPicks = String(wrong);
     if (wrong >= REVEAL_AFTER) reveal(quiz);
     else invite(quiz);
@@ -230,10 +225,10 @@
 
   document.addEventListener(
     "submit",
-    function (event) {
-      var quiz = choiceQuiz(event.target);
+    (event) => {
+      const quiz = choiceQuiz(event.target);
       if (quiz) {
-        setTimeout(function () {
+        setTimeout(() => {
           afterPick(quiz);
         }, 0);
       }
@@ -241,25 +236,25 @@
     true,
   );
 
-  document.addEventListener("click", function (event) {
-    var button = event.target.closest ? event.target.closest(".quiz-show-answer") : null;
-    var quiz = button ? choiceQuiz(button) : null;
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest ? event.target.closest(".quiz-show-answer") : null;
+    const quiz = button ? choiceQuiz(button) : null;
     if (quiz) reveal(quiz);
     // quiz.js's "Reset" (all questions, after its confirm()) forgets the answers: forget the
     // revealed marks with them, and reopen the questions.
-    if (event.target.closest && event.target.closest('[class*="reset"]')) {
-      setTimeout(function () {
-        var ids = revealedIds();
+    if (event.target.closest?.('[class*="reset"]')) {
+      setTimeout(() => {
+        const ids = revealedIds();
         saveRevealed(ids);
         // Every question reset (the confirmed "Reset"): their first picks are to come again.
         if (!Object.keys(stored(ANSWERS_PREFIX + location.pathname, {})).length) {
           save(MISSED_PREFIX, []);
         }
-        document.querySelectorAll(".quiz.quiz--revealed").forEach(function (closed) {
+        document.querySelectorAll(".quiz.quiz--revealed").forEach((closed) => {
           if (ids.indexOf(closed.id) === -1) {
             closed.classList.remove("quiz--revealed");
             delete closed.dataset.wrongPicks;
-            answers(closed).forEach(function (input) {
+            answers(closed).forEach((input) => {
               input.disabled = false;
             });
           }
@@ -272,9 +267,9 @@
   // Restored from an earlier visit (quiz.js keeps answers in localStorage): a revealed question
   // is revealed again, and a wrong pick counts as the first try, inviting a second one.
   function restore() {
-    var ids = revealedIds();
-    document.querySelectorAll(".quiz").forEach(function (element) {
-      var quiz = choiceQuiz(element);
+    const ids = revealedIds();
+    document.querySelectorAll(".quiz").forEach((element) => {
+      const quiz = choiceQuiz(element);
       if (!quiz) return;
       if (ids.indexOf(quiz.id) !== -1) {
         reveal(quiz);
@@ -288,11 +283,11 @@
   }
 
   if (typeof document$ !== "undefined") {
-    document$.subscribe(function () {
+    document$.subscribe(() => {
       setTimeout(restore, 0);
     });
   } else {
-    document.addEventListener("DOMContentLoaded", function () {
+    document.addEventListener("DOMContentLoaded", () => {
       setTimeout(restore, 0);
     });
   }

@@ -17,6 +17,7 @@
 (() => {
   "use strict";
 
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: it removes the escapes that begin with ESC
   const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
   const STUB_LINK = /course\/((?:chapters\/)?[\w.-]+)\.md#([\w-]+)/g;
   const QUIZ_PREFIX = "quiz_progress_"; // mkdocs_quiz keeps answers as localStorage[prefix + path]
@@ -34,7 +35,7 @@
     if (!meta) return null;
     try {
       return JSON.parse(meta.content);
-    } catch (error) {
+    } catch {
       return null;
     }
   }
@@ -148,7 +149,14 @@
         };
         const msgId = this.send(
           "execute_request",
-          { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false, stop_on_error: true },
+          {
+            code,
+            silent: false,
+            store_history: true,
+            user_expressions: {},
+            allow_stdin: false,
+            stop_on_error: true,
+          },
           {
             output: onOutput,
             done: (reply) => {
@@ -180,7 +188,7 @@
         this.died(); // the server's word: the process exited (a crash, os._exit, ...)
         return;
       }
-      const callbacks = this.handlers.get(msg.parent_header && msg.parent_header.msg_id);
+      const callbacks = this.handlers.get(msg.parent_header?.msg_id);
       if (!callbacks) return;
       if (msg.channel === "shell") {
         if (callbacks.reply) this.handlers.delete(msg.parent_header.msg_id);
@@ -250,12 +258,18 @@
         if (!this.budget(content.text)) return;
         if (this.cell.html && content.name === "stdout") {
           this.html += content.text;
-          if (!this.htmlBox) this.area.append((this.htmlBox = el("div", "course-live-html")));
+          if (!this.htmlBox) {
+            this.htmlBox = el("div", "course-live-html");
+            this.area.append(this.htmlBox);
+          }
           this.htmlBox.innerHTML = this.html;
           return;
         }
         if (!this.stream) {
-          this.stream = el("pre", content.name === "stderr" ? "course-live-stderr" : "course-live-stdout");
+          this.stream = el(
+            "pre",
+            content.name === "stderr" ? "course-live-stderr" : "course-live-stdout",
+          );
           this.area.append(this.stream);
         }
         this.stream.textContent += content.text;
@@ -277,7 +291,10 @@
         const lines = (content.traceback || []).map((line) => line.replace(ANSI, ""));
         if (lines.length <= 1) {
           // One line: an unimplemented stub, or the output limit (live/kernel_setup.py).
-          this.note(lines[0] || `${content.ename}: ${content.evalue}`, "course-live-note course-live-stub");
+          this.note(
+            lines[0] || `${content.ename}: ${content.evalue}`,
+            "course-live-note course-live-stub",
+          );
         } else {
           const pre = el("pre", "course-live-error");
           pre.innerHTML = linkified(lines.join("\n"), this.root);
@@ -313,7 +330,8 @@
         if (!data) continue;
         const parts = [];
         for (let node = marker.nextElementSibling; node; node = node.nextElementSibling) {
-          if (node.classList.contains("course-cell-end") || node.classList.contains("course-cell")) break;
+          if (node.classList.contains("course-cell-end") || node.classList.contains("course-cell"))
+            break;
           parts.push(node);
         }
         const end = parts.length ? parts[parts.length - 1] : marker;
@@ -321,7 +339,8 @@
         const bar = el("div", "course-cell-bar");
         const run = el("button", "md-button md-button--primary course-run", "Run");
         run.type = "button";
-        run.title = "Run this example (and the ones above it, the first time) in a kernel on your machine";
+        run.title =
+          "Run this example (and the ones above it, the first time) in a kernel on your machine";
         const edit = el("button", "md-button course-edit", data.shown ? "Edit" : "Show code");
         edit.type = "button";
         const reset = el("button", "md-button course-reset", "Reset");
@@ -363,7 +382,7 @@
       all.addEventListener("click", () => this.runUpTo(this.cells.length - 1, true));
       toggle.addEventListener("change", () => {
         this.mode = toggle.checked ? "mine" : "reference";
-        this.resetKernel("switched to " + (toggle.checked ? "your code" : "the reference"));
+        this.resetKernel(`switched to ${toggle.checked ? "your code" : "the reference"}`);
         for (const cell of this.cells) if (cell) this.clearOutput(cell);
         this.runUpTo(this.cells.length - 1, true);
       });
@@ -441,11 +460,16 @@
             throw new Error(problems.join("\n") || "the kernel's setup failed");
           }
           this.kernel = kernel;
-          const which = this.mode === "mine" ? `your code (${this.live.exercises}/)` : "the reference solutions";
+          const which =
+            this.mode === "mine"
+              ? `your code (${this.live.exercises}/)`
+              : "the reference solutions";
           this.setKernelStatus(`Kernel: running, with ${which}.`);
           return kernel;
         })();
-        this.starting.catch(() => (this.starting = null));
+        this.starting.catch(() => {
+          this.starting = null;
+        });
       }
       return this.starting;
     }
@@ -464,7 +488,9 @@
           if (cell) {
             this.clearOutput(cell);
             cell.area.hidden = false;
-            new Output(cell.area, cell.data, this.live, this.root).note(`Cannot run: ${error.message}`);
+            new Output(cell.area, cell.data, this.live, this.root).note(
+              `Cannot run: ${error.message}`,
+            );
           }
           this.setKernelStatus("Kernel: failed to start.");
           return;
@@ -497,7 +523,9 @@
           setTimeout(() => {
             if (this.kernel === kernel && cell.status.textContent === "running…") {
               this.resetKernel("it did not stop when interrupted");
-              output.note("The kernel did not stop and was restarted; Run runs the blocks above again.");
+              output.note(
+                "The kernel did not stop and was restarted; Run runs the blocks above again.",
+              );
             }
           }, 10000),
         );
@@ -508,7 +536,13 @@
       cell.run.disabled = false;
       const ok = reply.status === "ok";
       this.ran[cell.index] = reply.status !== "dead";
-      cell.status.textContent = ok ? "done" : stopped ? "stopped" : reply.status === "dead" ? "kernel stopped" : "error";
+      cell.status.textContent = ok
+        ? "done"
+        : stopped
+          ? "stopped"
+          : reply.status === "dead"
+            ? "kernel stopped"
+            : "error";
       cell.area.dataset.status = cell.status.textContent;
       if (reply.status === "dead" && this.kernel === kernel) {
         this.resetKernel("the kernel died");
@@ -530,7 +564,7 @@
 
   // ------------------------------------------------------------------------ progress
 
-  function quizResults(root) {
+  function quizResults() {
     // mkdocs_quiz stores {quizId: {answered, correct}} under the chapter page's path, and
     // quiz-retry.js the ids of the questions whose answer was revealed (revealed, not right) and
     // of those whose first pick was wrong (right after a wrong pick, not right the first time).
@@ -556,7 +590,7 @@
           later: right.filter(([id]) => missed.includes(id)).length,
           revealed: answered.filter(([id]) => revealed.includes(id)).length,
         };
-      } catch (error) {
+      } catch {
         /* a malformed entry is mkdocs_quiz's to clear */
       }
     }
@@ -584,7 +618,10 @@
       list.append(item);
     }
     for (const check of lesson.checks) {
-      const item = el("li", check.passed ? "course-check course-check--passed" : "course-check course-check--failed");
+      const item = el(
+        "li",
+        check.passed ? "course-check course-check--passed" : "course-check course-check--failed",
+      );
       const mark = check.passed ? "✓" : "✗";
       const name = check.id + (check.hidden ? " (hidden)" : "");
       item.innerHTML =
@@ -617,10 +654,10 @@
     let kept = {};
     try {
       kept = JSON.parse(localStorage.getItem(GRADES_KEY)) || {};
-    } catch (error) {
+    } catch {
       kept = {};
     }
-    const report = state && state.report;
+    const report = state?.report;
     if (!report) return kept.lessons || {};
     if (kept.target !== report.target) kept = { target: report.target, lessons: {} };
     for (const lesson of report.lessons) {
@@ -628,7 +665,7 @@
     }
     try {
       localStorage.setItem(GRADES_KEY, JSON.stringify(kept));
-    } catch (error) {
+    } catch {
       /* storage full or disabled: show this run only */
     }
     return kept.lessons;
@@ -637,8 +674,8 @@
   function renderProgress(container, state) {
     const root = container.dataset.root || "";
     const lessons = JSON.parse(container.dataset.lessons || "[]");
-    const quizzes = quizResults(root);
-    const report = state && state.report;
+    const quizzes = quizResults();
+    const report = state?.report;
     const kept = state ? remembered(state) : {};
     const graded = {};
     const times = {};
@@ -662,7 +699,8 @@
     } else if (state.error) {
       summary.textContent = `The grading report could not be read: ${state.error}`;
     } else if (!report) {
-      summary.innerHTML = "No grading report yet: run <code>nox -s grade</code>; this page updates when it finishes each check.";
+      summary.innerHTML =
+        "No grading report yet: run <code>nox -s grade</code>; this page updates when it finishes each check.";
     } else {
       const running = report.complete ? "" : " (grading is still running…)";
       summary.innerHTML =
@@ -682,7 +720,7 @@
       const total = info.quizzes || 0; // mkdocs_quiz stores only the answered ones
       const quizText = !total
         ? "no quiz"
-        : quiz && quiz.answered
+        : quiz?.answered
           ? `${quiz.first} of ${total} right the first time` +
             (quiz.later ? `, ${quiz.later} right after a wrong pick` : "") +
             (quiz.revealed ? `, ${quiz.revealed} revealed` : "")
@@ -695,13 +733,16 @@
         `<td>${escapeHtml(status)}</td><td class="course-progress__when">${escapeHtml(when(times[info.slug]))}</td>` +
         `<td class="course-progress__quiz">${escapeHtml(quizText)}</td>`;
       body.append(row);
-      if (lesson && lesson.checks.length) {
+      if (lesson?.checks.length) {
         const detail = el("tr", "course-progress__checks");
         const cell = el("td");
         cell.colSpan = 5;
         const details = el("details");
         if (kind !== "done") details.open = true;
-        details.append(el("summary", "", `Checks of lesson ${info.number}`), checkList(lesson, root));
+        details.append(
+          el("summary", "", `Checks of lesson ${info.number}`),
+          checkList(lesson, root),
+        );
         cell.append(details);
         detail.append(cell);
         body.append(detail);
@@ -713,7 +754,7 @@
 
   function renderBox(box, lessonSlug, state, root) {
     const kept = remembered(state)[lessonSlug];
-    const lesson = kept && kept.lesson;
+    const lesson = kept?.lesson;
     const complete = !state.report || state.report.complete;
     box.dataset.complete = String(complete);
     box.innerHTML = "";
@@ -736,15 +777,23 @@
     let last = null;
     const tick = async () => {
       try {
-        const response = await fetch(live.report, { credentials: "same-origin", cache: "no-store" });
+        const response = await fetch(live.report, {
+          credentials: "same-origin",
+          cache: "no-store",
+        });
         if (!response.ok) return;
         const state = await response.json();
-        const key = JSON.stringify([state.graded, state.error, state.report && state.report.points, state.report && state.report.complete]);
+        const key = JSON.stringify([
+          state.graded,
+          state.error,
+          state.report?.points,
+          state.report?.complete,
+        ]);
         if (key !== last) {
           last = key;
           render(state);
         }
-      } catch (error) {
+      } catch {
         /* the server stopped: keep what is shown */
       }
     };
@@ -764,7 +813,7 @@
     if (script) {
       try {
         payload = JSON.parse(script.textContent);
-      } catch (error) {
+      } catch {
         payload = null;
       }
     }
@@ -781,7 +830,9 @@
     if (live && payload && payload.lesson && exercise) {
       const box = el("div", "course-progress-box");
       exercise.append(box);
-      intervals.push(follow(live, (state) => renderBox(box, payload.lesson, state, payload.root || "")));
+      intervals.push(
+        follow(live, (state) => renderBox(box, payload.lesson, state, payload.root || "")),
+      );
     }
     if (intervals.length) {
       const stop = () => intervals.forEach(clearInterval);

@@ -55,9 +55,9 @@ def reported(released_course, tmp_path_factory):
     from nbgrader.api import Gradebook
 
     from instructor import autograde as pipeline
+    from instructor.class_report import write_report
     from instructor.course import Course
     from instructor.export import export
-    from instructor.mistakes import write_report
 
     root = tmp_path_factory.mktemp("class-report") / "course"
     shutil.copytree(released_course, root)

@@ -1,5 +1,6 @@
-"""``report``: what the class gets wrong, for the instructor: ``reports/mistakes.html`` (with
-plots) and ``reports/mistakes.csv`` and ``reports/stuck.csv`` in the course folder.
+"""The class report (``python -m instructor report``): what the class gets wrong, for the
+instructor: ``reports/mistakes.html`` (with plots) and ``reports/mistakes.csv`` and
+``reports/stuck.csv`` in the course folder.
 
 It opens with *what to re-teach*: the mistakes of the students' latest submissions, ranked by
 the number of students they affect, each with the section of the chapter to revisit (the
