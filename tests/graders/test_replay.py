@@ -175,11 +175,11 @@ def test_autograde_hands_each_submission_a_secret_seed(monkeypatch):
 
     seen: list[str] = []
 
-    def run(command, *, env, **options):
+    def run(command, env, timeout):
         seen.append(env["COURSE_INPUT_SEED"])
-        raise subprocess.TimeoutExpired(command, 0)  # no grading: the seed is what is looked at
+        return None, b""  # stopped at its limit: no grading, the seed is what is looked at
 
-    monkeypatch.setattr(grading.subprocess, "run", run)
+    monkeypatch.setattr(grading, "_run", run)
     for _ in range(2):
         grading.grade_files("attention", {"attention.py": b""}, sandbox=False)
     assert len(set(seen)) == 2 and str(answers.PUBLIC_SEED) not in seen, seen
