@@ -18,6 +18,8 @@ import pytest
 from extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from autograde_fakes import submit  # noqa: E402
+from instructor_commands import manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
@@ -277,3 +279,39 @@ def test_plain_nbgrader_autograde_grades_and_a_failure_keeps_the_grade(course):
     assert "its grade was not replaced" in done.stdout + done.stderr
     assert _score(course, "ann") == full
     assert "cause" in gradings.entry(course.root, "ann", LESSON)["failed"]
+
+
+@pytest.mark.parametrize("engine", ["dask", "threads"])
+def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_path, engine):
+    """A grading task that raises (not a failed check: the task itself) costs only its own
+    submission, on every engine: it is listed with its re-run command, the others are
+    recorded (Dask hands a failed task's result back as an error tuple, not an exception)."""
+    from autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.__main__ import rerun_line
+    from instructor.course import Course
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    submit(root, "ann", {})
+    broken = submit(root, "bob", {})
+    module = broken / "exercises" / f"{manifest().lesson(LESSON).module}.py"
+    module.write_text(module.read_text() + "# RAISE\n")
+    outcomes = {
+        o.student: o
+        for o in pipeline.autograde(
+            course, [LESSON], engine=engine, workers=2, grader=fake_grade, progress=False
+        )
+    }
+    assert outcomes["ann"].recorded and outcomes["ann"].graded, outcomes["ann"].notes
+    bob = outcomes["bob"]
+    assert not bob.recorded and not bob.graded
+    line = rerun_line(bob)
+    assert "GradingTaskError" in line and "broke down" in line, line
+    assert line.endswith(f"(re-run: nox -s autograde -- {LESSON} --student bob)")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {"ann"}
