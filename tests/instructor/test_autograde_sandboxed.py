@@ -1,4 +1,5 @@
-"""Instructor tooling: nbgrader release, sandboxed parallel autograde, feedback and export.
+"""instructor/autograde.py grading a class for real: nbgrader release, sandboxed parallel
+autograde, feedback and export.
 
 The end-to-end test releases one lesson, submits a fake class (correct, untouched, partial and
 hostile submissions, one of them as a zip), autogrades it through the real commands and

@@ -3,7 +3,12 @@ with its cause, names timeouts, leaves out lessons nobody submitted, shows the s
 grades.csv (late penalty included, raw beside) and lists the code flagged for review.
 
 The class is graded by the stand-in harness (tests/autograde_fakes.py): the test is about the
-report, not the grading."""
+report, not the grading.
+
+A second class (``fake_class``, built once for this file) serves the report's ranking, its
+stuck students and its page in a browser, and with them the tests that use that class too:
+autograde records every submission, feedback/export/report on lessons nobody submitted, and a
+gradebook from another course refused."""
 
 from __future__ import annotations
 
