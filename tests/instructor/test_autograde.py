@@ -1,8 +1,9 @@
 """instructor/autograde.py (and its command): a failed grading replaces no grade, only new or
 changed submissions are graded, one autograde at a time from before collect, a cluster with no
 worker ends in one line, an interrupted run leaves nothing behind, and feedback never touches
-another course's gradebook. The grading itself is the stand-in harness (tests/autograde_fakes);
-nbgrader's own ``autograde`` command grades for real in the last test."""
+another course's gradebook. The grading itself is the stand-in harness
+(tests/support/autograde_fakes.py); nbgrader's own ``autograde`` command grades for real in
+the last test."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from autograde_fakes import submit  # noqa: E402
-from instructor_commands import manifest  # noqa: E402
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
@@ -34,7 +35,7 @@ def _score(course, student: str) -> float:
 
 
 def _grade(course, students=None, grader=None):
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
 
@@ -45,7 +46,7 @@ def _grade(course, students=None, grader=None):
 
 
 def test_a_grading_that_graded_nothing_keeps_the_grade_and_says_why(course):
-    from autograde_fakes import submit
+    from support.autograde_fakes import submit
 
     from instructor import gradings
 
@@ -67,7 +68,7 @@ def test_a_grading_that_graded_nothing_keeps_the_grade_and_says_why(course):
 
 
 def test_only_new_changed_or_failed_submissions_are_graded_again(course):
-    from autograde_fakes import submit
+    from support.autograde_fakes import submit
 
     from instructor import autograde as pipeline
 
@@ -123,7 +124,7 @@ def test_an_interrupted_autograde_removes_its_scratch_and_lock(course):
     gone and the next autograde may start."""
     import signal
 
-    from autograde_fakes import fake_grade, submit
+    from support.autograde_fakes import fake_grade, submit
 
     from instructor.autograde import course_lock
 
@@ -178,8 +179,8 @@ def test_a_tls_scheduler_without_credentials_is_one_line(monkeypatch):
 
 def test_a_cluster_without_workers_says_so_then_gives_up(course):
     pytest.importorskip("distributed")
-    from autograde_fakes import fake_grade, submit
     from distributed import LocalCluster
+    from support.autograde_fakes import fake_grade, submit
 
     from instructor import autograde as pipeline
     from instructor.errors import SetupError
@@ -223,7 +224,7 @@ def test_feedback_refuses_another_gradebook_and_keeps_the_feedback_there(
 ):
     """Pointed at another semester's gradebook (this course's lessons, other students),
     feedback says so in one line, and every feedback file already made stays."""
-    from autograde_fakes import submit
+    from support.autograde_fakes import submit
 
     from instructor.__main__ import main
 
@@ -286,7 +287,7 @@ def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_pa
     """A grading task that raises (not a failed check: the task itself) costs only its own
     submission, on every engine: it is listed with its re-run command, the others are
     recorded (Dask hands a failed task's result back as an error tuple, not an exception)."""
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.__main__ import rerun_line

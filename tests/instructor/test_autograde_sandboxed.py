@@ -21,11 +21,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from borrower import borrowing_module  # noqa: E402
-from instructor_commands import (  # noqa: E402
+from support.borrower import borrowing_module  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     LESSON,
     ROOT,
     instructor,

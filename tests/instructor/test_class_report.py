@@ -2,8 +2,8 @@
 with its cause, names timeouts, leaves out lessons nobody submitted, shows the scores of
 grades.csv (late penalty included, raw beside) and lists the code flagged for review.
 
-The class is graded by the stand-in harness (tests/autograde_fakes.py): the test is about the
-report, not the grading.
+The class is graded by the stand-in harness (tests/support/autograde_fakes.py): the test is
+about the report, not the grading.
 
 A second class (``fake_class``, built once for this file) serves the report's ranking, its
 stuck students and its page in a browser, and with them the tests that use that class too:
@@ -21,18 +21,18 @@ import sys
 import zipfile
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from autograde_fakes import submit  # noqa: E402
-from instructor_commands import (  # noqa: E402
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     LESSON,
     STUDENT_MISTAKE,
     instructor_here,
     manifest,
     released_points,
 )
-from system_packages import require  # noqa: E402
+from support.system_packages import require  # noqa: E402
 
 CAUSE = "SyntaxError: invalid syntax (exercises/embeddings.py, line 3)"
 LOOKUP, MASK, LARGE = "lookup-matches-indexing", "attention-causal-mask", "attention-large-scores"
@@ -69,8 +69,8 @@ def _manifest():
 def reported(released_course, tmp_path_factory):
     """The class above autograded with a due date on attention and a "zero" late penalty;
     bob's embeddings report given a ``flagged`` entry by hand; exported and reported."""
-    from autograde_fakes import fake_grade, marks
     from nbgrader.api import Gradebook
+    from support.autograde_fakes import fake_grade, marks
 
     from instructor import autograde as pipeline
     from instructor.class_report import write_report
@@ -207,7 +207,7 @@ def fake_class(released_course, tmp_path_factory):
     """Every lesson released, embeddings submitted by four students (one of them twice, failing
     the same check both times), autograded with the stand-in harness; plus two submissions
     that cannot be graded."""
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.course import Course
@@ -374,7 +374,7 @@ def test_stuck_sees_the_attempts_of_one_download(released_course, tmp_path):
     the attempts are not graded twice."""
     import csv
 
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.class_report import write_report

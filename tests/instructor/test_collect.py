@@ -10,10 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from instructor_commands import ROOT  # noqa: E402
+from support.instructor_commands import ROOT  # noqa: E402
 
 LESSON = "embeddings"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from autograde_fakes import submit  # noqa: E402
-from instructor_commands import (  # noqa: E402
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     LESSON,
 )
 
@@ -29,8 +29,8 @@ def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_
     from html import escape
 
     import nbformat
-    from autograde_fakes import fake_grade
     from nbgrader.api import Gradebook
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.class_report import write_report

@@ -11,18 +11,18 @@ import threading
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from autograde_fakes import submit  # noqa: E402
-from instructor_commands import (  # noqa: E402
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     LESSON,
     STUDENT_MISTAKE,
     instructor,
     instructor_here,
     released_points,
 )
-from system_packages import require  # noqa: E402
+from support.system_packages import require  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +117,10 @@ def test_cluster_autograde_on_postgresql_matches_one_process(
     """The same class graded twice: in one process into SQLite, and on a local cluster of two
     worker processes into PostgreSQL, one worker SIGKILLed mid-grading. Same grades, every
     submission recorded exactly once."""
-    from autograde_fakes import fake_grade
     from distributed import LocalCluster
     from nbgrader.api import Gradebook
     from sqlalchemy import create_engine, text
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.course import Course
@@ -184,7 +184,7 @@ def test_release_autograde_report_and_export_on_postgresql(postgres, tmp_path, m
     gradebook without the course's lessons says how to switch."""
     import csv
 
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.course import Course

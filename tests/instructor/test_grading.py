@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from instructor_commands import (  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     ROOT,
 )
 

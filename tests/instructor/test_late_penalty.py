@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from autograde_fakes import submit  # noqa: E402
-from instructor_commands import (  # noqa: E402
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     LESSON,
 )
 
@@ -20,8 +20,8 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     default (no penalty) holds, and a regrade on time clears an earlier penalty."""
     import csv
 
-    from autograde_fakes import fake_grade
     from nbgrader.api import Gradebook
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.course import Course

@@ -7,11 +7,11 @@ import json
 import shutil
 import sys
 
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
-from autograde_fakes import submit  # noqa: E402
-from instructor_commands import (  # noqa: E402
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
     LESSON,
     ROOT,
     manifest,
@@ -104,7 +104,7 @@ def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
     from html import unescape
     from types import SimpleNamespace
 
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
     from instructor.class_report import write_report

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
 STUDENT_MISTAKE = "off-by-one"  # a named mistake of lookup-matches-indexing
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")
