@@ -246,7 +246,7 @@ def tests(session: nox.Session) -> None:
     are built once): `-- -n 0` runs them one after another."""
     # bubblewrap, chromium, postgresql: installed here as root with apt-get, else named once
     # (the tests that need them skip, each with that line; under CI they fail).
-    session.run(sys.executable, str(ROOT / "tests" / "system_packages.py"))
+    session.run(sys.executable, str(ROOT / "tests" / "support" / "system_packages.py"))
     run(session, "dev", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 

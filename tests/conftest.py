@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from system_packages import require
+from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pytest
-import system_packages
+from support import system_packages
 
 ROOT = Path(__file__).resolve().parents[1]
 POSIX_ONLY = {"fcntl", "pwd", "grp", "resource", "termios", "posix"}

@@ -18,9 +18,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from borrower import borrowing_submission
-from by_hand_bindings import BINDINGS, objective_with
-from system_packages import require
+from support.borrower import borrowing_submission
+from support.by_hand_bindings import BINDINGS, objective_with
+from support.system_packages import require
 from variants import Variant, build_target
 
 pytestmark = pytest.mark.slow

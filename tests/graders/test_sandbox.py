@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from by_hand_bindings import BINDINGS, objective_with
-from system_packages import require
+from support.by_hand_bindings import BINDINGS, objective_with
+from support.system_packages import require
 from variants import Variant, build_target
 
 from graders.client import WorkerClient

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
-from system_packages import under_ci
+from support.system_packages import under_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADESCOPE_LESSON = "embeddings"

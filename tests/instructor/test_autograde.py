@@ -1,8 +1,9 @@
 """instructor/autograde.py (and its command): a failed grading replaces no grade, only new or
 changed submissions are graded, one autograde at a time from before collect, a cluster with no
 worker ends in one line, an interrupted run leaves nothing behind, and feedback never touches
-another course's gradebook. The grading itself is the stand-in harness (tests/autograde_fakes);
-nbgrader's own ``autograde`` command grades for real in the last test."""
+another course's gradebook. The grading itself is the stand-in harness
+(tests/support/autograde_fakes.py); nbgrader's own ``autograde`` command grades for real in
+the last test."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import manifest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
@@ -32,7 +35,7 @@ def _score(course, student: str) -> float:
 
 
 def _grade(course, students=None, grader=None):
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import autograde as pipeline
 
@@ -43,7 +46,7 @@ def _grade(course, students=None, grader=None):
 
 
 def test_a_grading_that_graded_nothing_keeps_the_grade_and_says_why(course):
-    from autograde_fakes import submit
+    from support.autograde_fakes import submit
 
     from instructor import gradings
 
@@ -65,7 +68,7 @@ def test_a_grading_that_graded_nothing_keeps_the_grade_and_says_why(course):
 
 
 def test_only_new_changed_or_failed_submissions_are_graded_again(course):
-    from autograde_fakes import submit
+    from support.autograde_fakes import submit
 
     from instructor import autograde as pipeline
 
@@ -121,7 +124,7 @@ def test_an_interrupted_autograde_removes_its_scratch_and_lock(course):
     gone and the next autograde may start."""
     import signal
 
-    from autograde_fakes import fake_grade, submit
+    from support.autograde_fakes import fake_grade, submit
 
     from instructor.autograde import course_lock
 
@@ -176,8 +179,8 @@ def test_a_tls_scheduler_without_credentials_is_one_line(monkeypatch):
 
 def test_a_cluster_without_workers_says_so_then_gives_up(course):
     pytest.importorskip("distributed")
-    from autograde_fakes import fake_grade, submit
     from distributed import LocalCluster
+    from support.autograde_fakes import fake_grade, submit
 
     from instructor import autograde as pipeline
     from instructor.errors import SetupError
@@ -221,7 +224,7 @@ def test_feedback_refuses_another_gradebook_and_keeps_the_feedback_there(
 ):
     """Pointed at another semester's gradebook (this course's lessons, other students),
     feedback says so in one line, and every feedback file already made stays."""
-    from autograde_fakes import submit
+    from support.autograde_fakes import submit
 
     from instructor.__main__ import main
 
@@ -277,3 +280,39 @@ def test_plain_nbgrader_autograde_grades_and_a_failure_keeps_the_grade(course):
     assert "its grade was not replaced" in done.stdout + done.stderr
     assert _score(course, "ann") == full
     assert "cause" in gradings.entry(course.root, "ann", LESSON)["failed"]
+
+
+@pytest.mark.parametrize("engine", ["dask", "threads"])
+def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_path, engine):
+    """A grading task that raises (not a failed check: the task itself) costs only its own
+    submission, on every engine: it is listed with its re-run command, the others are
+    recorded (Dask hands a failed task's result back as an error tuple, not an exception)."""
+    from support.autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.__main__ import rerun_line
+    from instructor.course import Course
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    submit(root, "ann", {})
+    broken = submit(root, "bob", {})
+    module = broken / "exercises" / f"{manifest().lesson(LESSON).module}.py"
+    module.write_text(module.read_text() + "# RAISE\n")
+    outcomes = {
+        o.student: o
+        for o in pipeline.autograde(
+            course, [LESSON], engine=engine, workers=2, grader=fake_grade, progress=False
+        )
+    }
+    assert outcomes["ann"].recorded and outcomes["ann"].graded, outcomes["ann"].notes
+    bob = outcomes["bob"]
+    assert not bob.recorded and not bob.graded
+    line = rerun_line(bob)
+    assert "GradingTaskError" in line and "broke down" in line, line
+    assert line.endswith(f"(re-run: nox -s autograde -- {LESSON} --student bob)")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {"ann"}

@@ -2,19 +2,37 @@
 with its cause, names timeouts, leaves out lessons nobody submitted, shows the scores of
 grades.csv (late penalty included, raw beside) and lists the code flagged for review.
 
-The class is graded by the stand-in harness (tests/autograde_fakes.py): the test is about the
-report, not the grading."""
+The class is graded by the stand-in harness (tests/support/autograde_fakes.py): the test is
+about the report, not the grading.
+
+A second class (``fake_class``, built once for this file) serves the report's ranking, its
+stuck students and its page in a browser, and with them the tests that use that class too:
+autograde records every submission, feedback/export/report on lessons nobody submitted, and a
+gradebook from another course refused."""
 
 from __future__ import annotations
 
 import csv
 import json
 import shutil
+import sqlite3
+import subprocess
+import sys
+import zipfile
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
+    LESSON,
+    STUDENT_MISTAKE,
+    instructor_here,
+    manifest,
+    released_points,
+)
+from support.system_packages import require  # noqa: E402
 
 CAUSE = "SyntaxError: invalid syntax (exercises/embeddings.py, line 3)"
 LOOKUP, MASK, LARGE = "lookup-matches-indexing", "attention-causal-mask", "attention-large-scores"
@@ -51,8 +69,8 @@ def _manifest():
 def reported(released_course, tmp_path_factory):
     """The class above autograded with a due date on attention and a "zero" late penalty;
     bob's embeddings report given a ``flagged`` entry by hand; exported and reported."""
-    from autograde_fakes import fake_grade, marks
     from nbgrader.api import Gradebook
+    from support.autograde_fakes import fake_grade, marks
 
     from instructor import autograde as pipeline
     from instructor.class_report import write_report
@@ -182,3 +200,329 @@ def test_code_flagged_for_review_is_listed_with_its_line(reported):
     assert "embeddings" in row and FLAG["function"] in row
     assert f"{FLAG['file']}, line {FLAG['line']}" in row and FLAG["reason"] in row
     assert flagged.count("<td class='id'>") == 1
+
+
+@pytest.fixture(scope="module")
+def fake_class(released_course, tmp_path_factory):
+    """Every lesson released, embeddings submitted by four students (one of them twice, failing
+    the same check both times), autograded with the stand-in harness; plus two submissions
+    that cannot be graded."""
+    from support.autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+
+    root = tmp_path_factory.mktemp("fake-class") / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    lookup = "lookup-matches-indexing"
+    released = released_points(root)
+    hidden = next(c for c in manifest().lesson(LESSON).checks if c.hidden and c.id in released)
+    submit(root, "ann", {})
+    submit(root, "bob", {lookup: STUDENT_MISTAKE, hidden.id: None})
+    (submit(root, "cy", {lookup: STUDENT_MISTAKE}) / "timestamp.txt").write_text(
+        "2026-01-29 09:00:00.000000 UTC\n"
+    )
+    submit(root, "dee", {lookup: None, "nearest-cosine": "not-implemented"})
+    submit(root, "odd id!", {})
+    submit(root, "ann", {}, lesson=LESSON).rename(root / "submitted" / "ann" / "no-such")
+    submit(root, "ann", {})
+    jobs, problems = pipeline.find_jobs(course)
+    first = pipeline.autograde(course, jobs=jobs, engine="threads", grader=fake_grade)
+    # cy resubmits, still failing the same check; regrading bob's same files changes nothing.
+    submit(root, "cy", {lookup: STUDENT_MISTAKE, "nearest-cosine": None})
+    (root / "submitted" / "cy" / LESSON / "timestamp.txt").write_text(
+        "2026-01-30 14:05:00.000000 UTC\n"
+    )
+    second = pipeline.autograde(
+        course, [LESSON], ["cy", "bob"], engine="threads", grader=fake_grade
+    )
+    return {
+        "course": course,
+        "jobs": jobs,
+        "problems": problems,
+        "outcomes": first + second,
+        "hidden": hidden,
+        "lookup": lookup,
+    }
+
+
+def test_autograde_records_every_submission_and_skips_what_it_cannot_grade(fake_class):
+    import nbformat
+
+    course = fake_class["course"]
+    assert sorted(fake_class["jobs"]) == [(s, LESSON) for s in ("ann", "bob", "cy", "dee")]
+    problems = fake_class["problems"]
+    assert len(problems) == 2, problems
+    assert any("'odd id!'" in p and "letters, digits" in p for p in problems), problems
+    assert any("'no-such' is no lesson" in p for p in problems), problems
+    assert all("\n" not in p for p in problems)
+    assert all(o.recorded and o.graded and not o.notes for o in fake_class["outcomes"])
+    points = released_points(course.root)
+    full = sum(points.values())
+    lookup, hidden = fake_class["lookup"], fake_class["hidden"].id
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        got = {s.student.id: s.score for s in gb.find_assignment(LESSON).submissions}
+        cy = gb.find_submission(LESSON, "cy")
+        assert cy.timestamp is not None and cy.timestamp.year == 2026
+    assert got == {
+        "ann": full,
+        "bob": full - points[lookup] - points[hidden],
+        "cy": full - points[lookup] - points["nearest-cosine"],
+        "dee": full - points[lookup] - points["nearest-cosine"],
+    }
+    # The autograded notebook is the released one, with the report's output in its cells.
+    nb = nbformat.read(course.autograded / "cy" / LESSON / f"{LESSON}.ipynb", as_version=4)
+    source = nbformat.read(course.source / LESSON / f"{LESSON}.ipynb", as_version=4)
+    assert [c.source for c in nb.cells] == [c.source for c in source.cells]
+    shown = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert lookup in shown and "hint" in shown
+    assert hidden not in shown  # a hidden check's cell shows its points only
+
+
+def test_instructor_commands_handle_lessons_without_submissions(fake_class, capfd):
+    """feedback, export and report on a course whose other lessons nobody submitted: each
+    says so once and goes on; exports tell "not submitted" from 0, and name hidden checks."""
+    course = fake_class["course"].root
+    others = [lesson for lesson in fake_class["course"].lessons() if lesson != LESSON]
+    assert others
+    said = {}
+    for command in ("feedback", "export", "report"):
+        status, out, err = instructor_here(capfd, course, command)
+        said[command] = out + err
+        assert status == 0, said[command][-3000:]
+        assert "Traceback" not in said[command]
+    feedback = said["feedback"]
+    assert feedback.count("no autograded submissions for") == 1
+    assert all(lesson in feedback for lesson in others)
+    import csv
+
+    grades = list(csv.DictReader((course / "grades.csv").open()))
+    mine = {r["student_id"]: r for r in grades if r["assignment"] == LESSON}
+    assert set(mine) == {"ann", "bob", "cy", "dee"}
+    assert mine["cy"]["timestamp"].startswith("2026-01-30 14:05:00")
+    assert all(r["status"] == "graded" and r["score"] != "" for r in mine.values())
+    missing = [r for r in grades if r["assignment"] in others]
+    assert missing and all(r["status"] == "not submitted" and r["score"] == "" for r in missing)
+    by_check = list(csv.DictReader((course / "grades-by-check.csv").open()))
+    ids = set(released_points(course))
+    graded = [r for r in by_check if r["lesson"] == LESSON]
+    assert {r["check"] for r in graded} == ids  # hidden checks by their ids, not "hidden"
+    hidden = fake_class["hidden"].id
+    bob = next(r for r in graded if r["student_id"] == "bob" and r["check"] == hidden)
+    assert bob["hidden"] == "yes" and bob["score"] == "0"
+    assert all(r["score"] == "" for r in by_check if r["lesson"] in others)
+    # nbgrader's own export, in the course folder (a copy of the released one: the config
+    # file follows its folder), is the same export plugin.
+    theirs = course / "nbgrader-export"
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "export", "--to", str(theirs / "grades.csv")],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for name in ("grades.csv", "grades-by-check.csv"):
+        assert (theirs / name).read_text() == (course / name).read_text(), name
+
+
+def test_mistakes_report_ranks_mistakes_and_finds_stuck_students(fake_class):
+    import csv
+
+    from instructor.class_report import write_report
+
+    course = fake_class["course"].root
+    write_report(fake_class["course"])
+    rows = list(csv.DictReader((course / "reports" / "mistakes.csv").open()))
+    lookup = [r for r in rows if r["check"] == fake_class["lookup"]]
+    # Latest submissions: bob and cy made the named mistake, dee failed without one.
+    assert [r["mistake"] for r in lookup] == [STUDENT_MISTAKE, "unnamed"]
+    assert [r["count"] for r in lookup] == ["2", "1"]
+    assert [r["who"] for r in lookup] == ["bob cy", "dee"]  # who made each mistake
+    # A stub still in place is not a mistake: listed apart, not counted as failed.
+    cosine = [r for r in rows if r["check"] == "nearest-cosine"]
+    assert [(r["mistake"], r["who"]) for r in cosine] == [("unnamed", "cy")]
+    assert cosine[0]["failed"] == "1" and cosine[0]["not_implemented"] == "dee"
+    assert lookup[0]["failed"] == "3" and lookup[0]["students"] == "4"
+    assert "chapters/02-embeddings/#" in lookup[0]["link"]
+    check = next(c for c in manifest().lesson(LESSON).checks if c.id == fake_class["lookup"])
+    assert lookup[0]["hint"] == check.mistakes[STUDENT_MISTAKE]
+    stuck = list(csv.DictReader((course / "reports" / "stuck.csv").open()))
+    assert [(r["student"], r["check"], r["attempts"]) for r in stuck] == [
+        ("cy", fake_class["lookup"], "2")
+    ]
+    html = (course / "reports" / "mistakes.html").read_text()
+    assert "For instructors only" in html
+    # Only the lesson anybody submitted; a row per student; who did not submit it is said.
+    order = [lesson.slug for lesson in manifest().lessons]
+    assert [slug for slug in order if f"<section id='{slug}'>" in html] == [LESSON]
+    students = html[html.index("<section id='students'>") :]
+    assert all(f"<td class='id'>{s}</td>" in students for s in ("ann", "bob", "cy", "dee"))
+    assert "not submitted" in students
+    assert not (course / "feedback").exists() or "For instructors only" not in "".join(
+        p.read_text() for p in (course / "feedback").rglob("*.html")
+    )
+
+
+def test_stuck_sees_the_attempts_of_one_download(released_course, tmp_path):
+    """An LMS download with two attempts of one student, both making the same mistake: the
+    newest is graded into the gradebook, the older into the history, and the report says the
+    student is stuck; a student who fixed it in the newer attempt is not. Autograde again and
+    the attempts are not graded twice."""
+    import csv
+
+    from support.autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.class_report import write_report
+    from instructor.collect import collect
+    from instructor.course import Course
+    from instructor.gradebook import HISTORY
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    lookup = "lookup-matches-indexing"
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    attempts = {
+        ("eve", "2026-01-30-14-05-00"): {lookup: STUDENT_MISTAKE},
+        ("eve", "2026-02-03-09-30-00"): {lookup: STUDENT_MISTAKE, "nearest-cosine": None},
+        ("fay", "2026-01-30-15-00-00"): {lookup: STUDENT_MISTAKE},
+        ("fay", "2026-02-03-10-00-00"): {},
+    }
+    for (student, when), fails in attempts.items():
+        folder = submit(root, student, fails)
+        with zipfile.ZipFile(archive / f"hw_{student}_attempt_{when}.zip", "w") as zf:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    zf.write(path, f"{LESSON}/{path.relative_to(folder)}")
+    shutil.rmtree(root / "submitted")
+    found, problems, notes = collect(course, [LESSON])
+    assert found == {LESSON: ["eve", "fay"]} and not problems
+    assert len(notes) == 2 and all("ignored hw_" in line for line in notes), notes
+    graded = []
+
+    def counting(lesson, files, **kwargs):
+        graded.append(lesson)
+        return fake_grade(lesson, files, **kwargs)
+
+    outcomes = pipeline.autograde(course, [LESSON], engine="threads", grader=counting)
+    assert all(o.recorded and not o.notes for o in outcomes), [o.notes for o in outcomes]
+    assert len(graded) == 4  # two submissions, two earlier attempts
+    points = released_points(root)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        got = {s.student.id: s.score for s in gb.find_assignment(LESSON).submissions}
+    full = sum(points.values())
+    assert got == {"eve": full - points[lookup] - points["nearest-cosine"], "fay": full}
+    write_report(course)
+    stuck = list(csv.DictReader((root / "reports" / "stuck.csv").open()))
+    assert [(r["student"], r["check"], r["attempts"], r["mistake"]) for r in stuck] == [
+        ("eve", lookup, "2", STUDENT_MISTAKE)
+    ]
+    # The latest submission decides the class's numbers: fay's lookup passes now.
+    rows = list(csv.DictReader((root / "reports" / "mistakes.csv").open()))
+    assert [r["who"] for r in rows if r["check"] == lookup] == ["eve"]
+
+    graded.clear()
+    pipeline.autograde(course, [LESSON], engine="threads", grader=counting)
+    assert len(graded) == 2  # the submissions again; the attempts are in the history already
+    from sqlalchemy import create_engine, func, select
+
+    engine = create_engine(course.db_url)
+    with engine.connect() as db:
+        distinct = select(func.count()).select_from(
+            select(HISTORY.c.student, HISTORY.c.fingerprint).distinct().subquery()
+        )
+        assert db.execute(distinct).scalar() == 4
+    engine.dispose()
+
+
+def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
+    chromium = require("chromium")
+    from playwright.sync_api import sync_playwright
+
+    from instructor.class_report import write_report
+
+    page_path = write_report(fake_class["course"], tmp_path)[0]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(chromium),
+            args=["--headless", "--no-sandbox", "--disable-gpu"],
+        )
+        try:
+            page = browser.new_page()
+            errors = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(page_path.as_uri(), wait_until="load")
+            assert page.locator("#instructors-only").is_visible()
+            images = page.locator("img")
+            assert images.count() >= 2
+            widths = images.evaluate_all("els => els.map(i => i.complete && i.naturalWidth)")
+            assert all(w and w > 100 for w in widths), widths
+            assert page.locator(f"#{LESSON} a[href*='chapters/02-embeddings/#']").count() >= 1
+            assert page.locator("#stuck td", has_text="cy").count() == 1
+            # Lessons in course order, each once.
+            shown = page.locator("section[id] > h2").evaluate_all(
+                "hs => hs.map(h => h.parentElement.id)"
+            )
+            lessons = [s for s in shown if s not in ("reteach", "flagged", "students", "stuck")]
+            assert lessons == [LESSON], lessons  # the others: nobody submitted them
+            # One row per student, every lesson a column.
+            rows = page.locator("#students tr:has(td)")
+            names = rows.evaluate_all("rs => rs.map(r => r.cells[0].textContent)")
+            assert names == ["ann", "bob", "cy", "dee"], names
+            widths = rows.evaluate_all("rs => rs.map(r => r.cells.length)")
+            assert set(widths) == {len(lessons) + 1}, widths
+            # Nothing wider than the window, on a laptop's screen and on a narrow one.
+            for width in (1280, 800):
+                page.set_viewport_size({"width": width, "height": 900})
+                overflow = page.evaluate(
+                    """() => {
+                        const limit = document.documentElement.clientWidth;
+                        const wide = [...document.querySelectorAll('body *')].filter(e => {
+                            const box = e.getBoundingClientRect();
+                            const scroller = e.closest('.scroll');
+                            return box.right > limit + 1 && !(scroller && scroller !== e);
+                        });
+                        return {page: document.documentElement.scrollWidth - limit,
+                                wide: wide.map(e => e.tagName + '#' + (e.id || ''))};
+                    }"""
+                )
+                assert overflow["page"] <= 0 and not overflow["wide"], (width, overflow)
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.screenshot(path=str(tmp_path / "mistakes.png"), full_page=True)
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+def test_a_gradebook_from_another_course_is_refused_in_one_line(
+    fake_class, tmp_path, capsys, monkeypatch
+):
+    from instructor.__main__ import main
+    from instructor.gradebook_url import GRADEBOOK_ENV
+
+    monkeypatch.delenv(GRADEBOOK_ENV, raising=False)
+    other = tmp_path / "other.db"
+    shutil.copyfile(fake_class["course"].gradebook, other)
+    db = sqlite3.connect(other)
+    db.execute("UPDATE course SET id = 'ml-101' WHERE id = 'gpt-from-the-ground-up'")
+    db.commit()
+    db.close()
+    course = str(fake_class["course"].root)
+    for url, says in (
+        (f"sqlite:///{other}", "belongs to another course (course 'ml-101'"),
+        (f"sqlite:///{tmp_path / 'new.db'}", f"lesson {LESSON!r} is not in the gradebook"),
+    ):
+        status = main(["--course", course, "autograde", "--gradebook", url])
+        out, err = capsys.readouterr()
+        assert status == 2
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], err
+        assert "autograded" not in out  # refused before grading anything

@@ -1,6 +1,7 @@
 """Download names (issue 34): Blackboard's, Canvas's and Moodle's are recognised, and a pattern
 of one's own in nbgrader_config.py; a student not on the roster is listed, never created; a
-zip whose name holds no date is stamped with a warning naming the student and the time."""
+zip whose name holds no date is stamped with a warning naming the student and the time;
+the collector maps the files of a zip to students and skips unusable zips in one line each."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support.instructor_commands import ROOT  # noqa: E402
 
 LESSON = "embeddings"
 
@@ -134,3 +136,57 @@ def test_nbgrader_zip_collect_reads_the_same_names(course, monkeypatch):
     moodle = collect(f"{base}/Cy Chen_777_assignsubmission_file_x/{LESSON}.ipynb")
     assert moodle == {"student_id": "cy", "file_id": f"{LESSON}.ipynb"}
     assert collect(f"{base}/eve/exercises/embeddings.py") is None  # not on the roster
+
+
+def test_collector_maps_zip_files_to_students():
+    from instructor.collect import SubmissionCollector
+
+    collect = SubmissionCollector().collect
+    base = "/c/downloaded/embeddings/extracted"
+    assert collect(f"{base}/ann/embeddings/exercises/embeddings.py") == {
+        "student_id": "ann",
+        "file_id": "exercises/embeddings.py",
+    }
+    assert collect(f"{base}/ann/embeddings.ipynb") == {
+        "student_id": "ann",
+        "file_id": "embeddings.ipynb",
+    }
+    lms = collect(f"{base}/hw_ben_attempt_2026-01-01/exercises/embeddings.py")
+    assert lms["student_id"] == "ben"
+    assert collect(f"{base}/ann/embeddings/graders/runner.py") is None
+    assert collect(f"{base}/ann/notes.txt") is None
+
+
+def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
+    from instructor.collect import collect
+    from instructor.course import Course
+
+    course = Course.at(tmp_path / "course")
+    archive = course.downloaded / LESSON / "archive"
+    archive.mkdir(parents=True)
+    module = (ROOT / "exercises" / "embeddings.py").read_text()
+
+    def make(name: str, top: str = f"{LESSON}/") -> None:
+        with zipfile.ZipFile(archive / name, "w") as zf:
+            zf.writestr(f"{top}exercises/embeddings.py", module)
+            zf.writestr(f"{top}{LESSON}.ipynb", "{}")
+            zf.writestr(f"{top}graders/runner.py", "print('not kept')")
+
+    make("ann.zip")
+    make("hw2_bob_attempt_2026-02-03-09-30-00.zip", top="")
+    make("odd name!.zip")
+    (archive / "cy.zip").write_bytes(b"PK\x03\x04 truncated")
+    with zipfile.ZipFile(archive / "dee.zip", "w") as zf:
+        zf.writestr("notes.txt", "my homework")
+    found, problems, _notes = collect(course, [LESSON])
+    assert found == {LESSON: ["ann", "bob"]}
+    assert len(problems) == 3, problems
+    by_zip = {p.split(":")[0]: p for p in problems}
+    assert "not a readable zip" in by_zip[f"skipped downloaded/{LESSON}/archive/cy.zip"]
+    assert "no student id" in by_zip[f"skipped downloaded/{LESSON}/archive/odd name!.zip"]
+    assert "holds neither" in by_zip[f"skipped downloaded/{LESSON}/archive/dee.zip"]
+    bob = course.submitted / "bob" / LESSON
+    assert (bob / "exercises" / "embeddings.py").read_text() == module
+    assert not (bob / "graders").exists()
+    assert (bob / "timestamp.txt").read_text().startswith("2026-02-03 09:30:00")
+    assert (course.submitted / "ann" / LESSON / "timestamp.txt").is_file()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 

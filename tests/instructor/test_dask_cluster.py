@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("distributed", "the grading extra (Dask distributed) is missing")
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
@@ -186,7 +186,7 @@ def test_autograde_on_a_scheduler_and_a_worker_started_apart(released_course, tm
     if protocol == "tls":
         pytest.importorskip("cryptography", reason="making TLS credentials needs cryptography")
     import dask
-    from autograde_fakes import fake_grade, marks
+    from support.autograde_fakes import fake_grade, marks
 
     from instructor import autograde as pipeline
     from instructor.course import Course

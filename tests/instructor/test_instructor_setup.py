@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 

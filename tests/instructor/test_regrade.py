@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from extras import require_extra
+from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 
@@ -18,7 +18,7 @@ LOOKUP = "lookup-matches-indexing"
 @pytest.fixture
 def graded(course):
     """A course where ann's submission (one check failed) was autograded."""
-    from autograde_fakes import fake_grade, submit
+    from support.autograde_fakes import fake_grade, submit
 
     from instructor import autograde as pipeline
 
@@ -28,7 +28,7 @@ def graded(course):
 
 
 def test_the_recorded_seed_reproduces_points_and_messages(graded):
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import gradings
     from instructor.regrade import reproduce
@@ -41,7 +41,7 @@ def test_the_recorded_seed_reproduces_points_and_messages(graded):
 
 
 def test_another_seed_is_told_apart(graded):
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import gradings
     from instructor.regrade import reproduce
@@ -55,7 +55,7 @@ def test_another_seed_is_told_apart(graded):
 
 
 def test_changed_files_or_no_record_are_one_line(graded):
-    from autograde_fakes import fake_grade, submit
+    from support.autograde_fakes import fake_grade, submit
 
     from instructor.errors import SetupError
     from instructor.regrade import reproduce
@@ -68,7 +68,7 @@ def test_changed_files_or_no_record_are_one_line(graded):
 
 
 def test_the_command_says_whether_it_reproduced(graded, capfd, monkeypatch):
-    from autograde_fakes import fake_grade
+    from support.autograde_fakes import fake_grade
 
     from instructor import grading
     from instructor.__main__ import main

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mini_site import build_mini_site
-from system_packages import require
+from support.mini_site import build_mini_site
+from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")

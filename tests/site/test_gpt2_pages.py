@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from mini_site import build_mini_site
+from support.mini_site import build_mini_site
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,8 @@ from urllib.parse import urljoin, urlsplit
 from xml.etree import ElementTree
 
 import pytest
-from mini_site import build_mini_site
-from system_packages import require
+from support.mini_site import build_mini_site
+from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from variants import replace_definition
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 BINDINGS = {
     "default-argument": """

@@ -4,8 +4,8 @@ Every function of a borrowing module looks for an implementation of its own name
 the modules loaded in its process, the garbage collector, the stack's frames and, when asked,
 the files it can read (trusted.py, oracles.py, dependencies.py, solutions' module of the same
 name), and calls the first one that answers. The graders must give it nothing:
-tests/graders/test_hostile.py grades it directly, tests/instructor/test_instructor.py through
-autograde.
+tests/graders/test_hostile.py grades it directly, tests/instructor/test_autograde_sandboxed.py
+through autograde.
 """
 
 from __future__ import annotations

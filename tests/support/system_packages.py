@@ -6,8 +6,8 @@ path it needs, or is skipped with one line naming the package and the command th
 which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test instead: a CI
 machine that lost a package must not turn its tests into skips unnoticed.
 
-``nox -s tests`` runs this file first (``python tests/system_packages.py``): as root with apt-get it
-installs what is missing, otherwise it prints the one command to run.
+``nox -s tests`` runs this file first (``python tests/support/system_packages.py``): as root
+with apt-get it installs what is missing, otherwise it prints the one command to run.
 """
 
 from __future__ import annotations

@@ -1,0 +1,95 @@
+"""instructor/late_penalty.py: nbgrader's late-submission plugin, as autograde applies it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from support.extras import require_extra
+
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
+    LESSON,
+)
+
+
+def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monkeypatch):
+    """A submission past the lesson's due date gets the penalty of nbgrader's late-submission
+    plugin, configured where nbgrader's own commands read it; without that setting nbgrader's
+    default (no penalty) holds, and a regrade on time clears an earlier penalty."""
+    import csv
+
+    from nbgrader.api import Gradebook
+    from support.autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.export import export
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    config = tmp_path / "jupyter"
+    config.mkdir()
+    (config / "nbgrader_config.py").write_text('c.LateSubmissionPlugin.penalty_method = "zero"\n')
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    with Gradebook(course.db_url) as gb:
+        gb.update_or_create_assignment(LESSON, duedate="2026-02-01 12:00:00 UTC")
+    stamps = {"early": "2026-02-01 11:59:00", "late": "2026-02-01 12:30:00"}
+    for student, stamp in stamps.items():
+        dest = submit(root, student, {"nearest-cosine": None})
+        (dest / "timestamp.txt").write_text(f"{stamp}.000000 UTC\n")
+
+    def grade(*students: str) -> dict:
+        done = pipeline.autograde(
+            course, [LESSON], list(students), engine="threads", grader=fake_grade
+        )
+        return {o.student: o for o in done}
+
+    outcomes = grade("early", "late")
+    assert 0 < outcomes["early"].points < outcomes["early"].max_points
+    assert outcomes["late"].points == 0 and outcomes["late"].recorded
+    with Gradebook(course.db_url) as gb:
+        early, late = gb.find_submission(LESSON, "early"), gb.find_submission(LESSON, "late")
+        assert early.total_seconds_late == 0 and not early.late_submission_penalty
+        assert late.total_seconds_late == 1800
+        assert late.late_submission_penalty == late.score == outcomes["early"].points
+    export(course)
+    with open(root / "grades.csv", newline="") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f) if row["assignment"] == LESSON}
+    assert float(rows["late"]["score"]) == 0
+    assert float(rows["late"]["late_submission_penalty"]) == outcomes["early"].points
+    assert float(rows["early"]["score"]) == outcomes["early"].points
+
+    # nbgrader's default method is no penalty; the late student's earlier one goes.
+    (config / "nbgrader_config.py").unlink()
+    assert grade("late")["late"].points == outcomes["early"].points
+    with Gradebook(course.db_url) as gb:
+        assert not gb.find_submission(LESSON, "late").late_submission_penalty
+
+    # A plugin of one's own, in late.py in the course folder as nbgrader's documentation has it.
+    (root / "late.py").write_text(
+        "from nbgrader.plugins import LateSubmissionPlugin\n\n\n"
+        "class OnePointAnHour(LateSubmissionPlugin):\n"
+        "    def late_submission_penalty(self, student_id, score, total_seconds_late):\n"
+        "        return -(-total_seconds_late // 3600)\n"
+    )
+    (config / "nbgrader_config.py").write_text(
+        'c.AssignLatePenalties.plugin_class = "late.OnePointAnHour"\n'
+    )
+    assert grade("late")["late"].points == outcomes["early"].points - 1
+    with Gradebook(course.db_url) as gb:
+        assert gb.find_submission(LESSON, "late").late_submission_penalty == 1
+
+    # Mistakes in that setting: one line naming the problem, before anything is graded.
+    from instructor.errors import SetupError
+
+    (config / "nbgrader_config.py").write_text(
+        'c.AssignLatePenalties.plugin_class = "no_such_module.Plugin"\n'
+    )
+    with pytest.raises(SetupError, match=r"late-submission plugin cannot be loaded.*no_such"):
+        grade("late")
+    (config / "nbgrader_config.py").write_text("c.LateSubmissionPlugin.penalty_method = \n")
+    with pytest.raises(SetupError, match=r"nbgrader_config\.py: SyntaxError.*fix or remove"):
+        grade("late")

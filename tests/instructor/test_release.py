@@ -1,0 +1,150 @@
+"""instructor/release.py: the public manifest, what ships by folder, the lesson notebook's points,
+the site URL and requirements, and the block lesson through every instructor command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+from support.extras import require_extra
+
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support.autograde_fakes import submit  # noqa: E402
+from support.instructor_commands import (  # noqa: E402
+    LESSON,
+    ROOT,
+    manifest,
+)
+
+
+def test_public_manifest_has_no_hidden_checks():
+    import tomllib
+
+    from instructor.release import public_manifest
+
+    text = public_manifest()
+    data = tomllib.loads(text)
+    full = manifest()
+    for lesson in data["lesson"]:
+        ids = [c["id"] for c in lesson.get("check", [])]
+        expected = [c.id for c in full.lesson(lesson["slug"]).checks if not c.hidden]
+        assert ids == expected
+    public_hints = {c.hint for c in full.checks if not c.hidden}
+    for check in full.checks:
+        if check.hidden:
+            assert check.id not in text
+            assert check.hint in public_hints or check.hint not in text
+
+
+def test_release_ships_by_folder_so_a_new_secret_module_stays_home(tmp_path):
+    """What ships is a rule about folders: a module planted in graders/secret/ (or hidden/)
+    never ships, one planted beside the harness does, and of graders/public/ only the
+    lesson's own graders go."""
+    from instructor.release import released_grader_files
+
+    graders = tmp_path / "graders"
+    shutil.copytree(ROOT / "graders", graders, ignore=shutil.ignore_patterns("__pycache__"))
+    (graders / "secret" / "new_answers.py").write_text("ANSWER = 42\n")
+    (graders / "secret" / "deep").mkdir()
+    (graders / "secret" / "deep" / "more.py").write_text("ANSWER = 43\n")
+    (graders / "hidden" / "test_new.py").write_text("def test_x():\n    pass\n")
+    (graders / "harness_helper.py").write_text("HELP = 1\n")
+    lesson = manifest().lesson("objective")
+    shipped = set(released_grader_files(lesson, graders))
+    assert "harness_helper.py" in shipped and "worker/serving.py" in shipped
+    assert "public/test_objective.py" in shipped and "public/test_tokens.py" not in shipped
+    assert not {name for name in shipped if name.startswith(("secret/", "hidden/"))}
+
+
+def test_lesson_notebook_carries_the_manifest_points():
+    from instructor.release import lesson_notebook
+
+    lesson = manifest().lesson(LESSON)
+    nb = lesson_notebook(lesson, "https://example.org/course/")
+    graded = [c for c in nb.cells if c.metadata.nbgrader["grade"]]
+    assert [c.metadata.nbgrader["points"] for c in graded] == [c.points for c in lesson.checks]
+    ids = [c.metadata.nbgrader["grade_id"] for c in nb.cells]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)  # rebuild order = grade id order
+    assert all(c.metadata.nbgrader["locked"] for c in nb.cells)
+    for cell, check in zip(graded, lesson.checks, strict=True):
+        assert f'check("{LESSON}", "{check.id}")' in cell.source
+        if check.hidden:
+            assert "### BEGIN HIDDEN TESTS" in cell.source
+            assert check.id not in cell.metadata.nbgrader["grade_id"]
+        else:
+            assert "HIDDEN" not in cell.source
+    assert "https://example.org/course/chapters/" in nb.cells[0].source
+
+
+def test_release_site_url_and_requirements(released_course, monkeypatch):
+    import nbformat
+
+    from instructor.release import is_local, site_base
+
+    monkeypatch.delenv("COURSE_SITE_URL", raising=False)
+    assert is_local(site_base())  # mkdocs.yml's default: `nox -s serve`'s address
+    monkeypatch.setenv("COURSE_SITE_URL", "https://course.example.org/gpt")
+    assert site_base() == "https://course.example.org/gpt/"
+    assert site_base("https://other.example.org") == "https://other.example.org/"
+    folder = released_course / "release" / LESSON
+    needs = (folder / "requirements.txt").read_text()
+    assert "torch" in needs and "pytest" in needs and "jupyterlab" in needs
+    nb = nbformat.read(folder / f"{LESSON}.ipynb", as_version=4)
+    assert "requirements.txt" in nb.cells[0].source
+
+
+def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
+    released_course, tmp_path
+):
+    """Lesson 5 (block), added after the others, is where every instructor command and the
+    progress page look for lessons: released with its stub and public graders, autograded,
+    in the class report after embeddings, and a row of the progress page."""
+    import csv
+    from html import unescape
+    from types import SimpleNamespace
+
+    from support.autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.class_report import write_report
+    from instructor.course import Course
+
+    block = manifest().lesson("block")
+    assert block.number == 5
+    release = released_course / "release" / "block"
+    assert (release / "block.ipynb").is_file()
+    assert (release / "exercises" / f"{block.module}.py").is_file()
+    assert (release / "graders" / "public" / "test_block.py").is_file()
+    assert not (release / "graders" / "hidden").exists()
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    first = block.checks[0]
+    submit(root, "ann", {first.id: None}, lesson="block")
+    submit(root, "ann", {}, lesson=LESSON)
+    outcomes = pipeline.autograde(course, ["block", LESSON], engine="threads", grader=fake_grade)
+    got = {o.lesson: o for o in outcomes}
+    assert got["block"].recorded and 0 < got["block"].points < got["block"].max_points
+    assert got["block"].points == got["block"].max_points - first.points
+    write_report(course)
+    html = (root / "reports" / "mistakes.html").read_text()
+    order = [html.index(f"<section id='{slug}'>") for slug in (LESSON, "block")]
+    assert order == sorted(order) and "<section id='attention'>" not in html  # not submitted
+    assert "Lesson 5: " in html
+    rows = [r for r in csv.DictReader((root / "reports" / "mistakes.csv").open())]
+    assert {r["check"] for r in rows if r["lesson"] == "block"} >= {c.id for c in block.checks}
+    # The progress page's table: a row per lesson of the manifest, block the fifth.
+    sys.path.insert(0, str(ROOT / "site" / "hooks"))
+    try:
+        import course_data
+        import notebooks
+    finally:
+        sys.path.remove(str(ROOT / "site" / "hooks"))
+    config = SimpleNamespace(
+        docs_dir=str(ROOT / "course"), config_file_path=str(ROOT / "mkdocs.yml")
+    )
+    markup = notebooks.progress_markup(course_data.load_lessons(config), "../")
+    data = json.loads(unescape(markup.split('data-lessons="')[1].split('"')[0]))
+    assert [row["slug"] for row in data][3:6] == ["attention", "block", "objective"]
+    assert data[4]["functions"] == list(block.functions)
