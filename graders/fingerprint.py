@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -56,11 +57,16 @@ def _imported(tree: ast.Module, package: str) -> list[str]:
     return names
 
 
-def fingerprint(target: Path, module: str) -> str:
-    """sha256 of ``lesson_files(target, module)``: each file's name and bytes, in order."""
-    digest = hashlib.sha256()
-    for path in lesson_files(target, module):
+def files_digest(files: Mapping[str, Path]) -> str:
+    """sha256 of ``files`` (name -> path): each name and its file's bytes, in name order."""
+    summed = hashlib.sha256()
+    for name, path in sorted(files.items()):
         data = path.read_bytes()
-        digest.update(f"{path.name}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
+        summed.update(f"{name}\0{len(data)}\0".encode())
+        summed.update(data)
+    return summed.hexdigest()
+
+
+def fingerprint(target: Path, module: str) -> str:
+    """The digest of ``lesson_files(target, module)``, by file name."""
+    return files_digest({path.name: path for path in lesson_files(target, module)})

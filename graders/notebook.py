@@ -28,7 +28,6 @@ This file ships to students (it holds nothing secret) and needs only the standar
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -38,6 +37,8 @@ import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
+
+from .fingerprint import files_digest
 
 RESULTS_ENV = "COURSE_AUTOGRADE_RESULTS"  # folder of STUDENT/LESSON.json (instructors)
 SITE_URL = ""  # the course site; the release writes it here, so links point to the lesson
@@ -207,7 +208,7 @@ def _autograde_row(lesson: str, check_id: str) -> dict:
 
         module = load_manifest().lesson(lesson).module
         source = course / "source" / lesson / PACKAGE
-        expected = fingerprint(student_files(source, here / PACKAGE, module))
+        expected = files_digest(student_files(source, here / PACKAGE, module))
         report = _read_result(path, expected)
         if report is None:  # missing or stale: grade now, in a process of its own
             command = [
@@ -289,12 +290,3 @@ def student_files(source: Path, submission: Path, module: str) -> dict[str, Path
     files.update({rel: path for rel, path in released.items() if rel != mine})
     files[mine] = submitted.get(mine) or released[mine]
     return dict(sorted(files.items()))
-
-
-def fingerprint(files: dict[str, Path]) -> str:
-    """A digest of names and contents of the files :func:`student_files` chose."""
-    digest = hashlib.sha256()
-    for rel, path in sorted(files.items()):
-        digest.update(rel.encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()

@@ -49,7 +49,8 @@ from filelock import FileLock, Timeout
 
 from core.cli import one_line
 from core.manifest import load_manifest
-from graders.notebook import fingerprint, student_files
+from graders.fingerprint import files_digest
+from graders.notebook import student_files
 from graders.report import write_json_atomic
 
 from . import gradings
@@ -107,7 +108,7 @@ def submission_files(
     module = load_manifest().lesson(lesson).module
     folder = folder or course.submitted / student / lesson
     paths = student_files(course.source / lesson / PACKAGE, folder / PACKAGE, module)
-    return {rel: path.read_bytes() for rel, path in paths.items()}, fingerprint(paths)
+    return {rel: path.read_bytes() for rel, path in paths.items()}, files_digest(paths)
 
 
 def save_result(

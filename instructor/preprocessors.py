@@ -134,13 +134,14 @@ def _fingerprint(here: Path, lesson: str) -> str:
     """The fingerprint of the submission's files in ``here`` (as the notebook's cells and
     autograde compute it)."""
     from core.manifest import load_manifest
-    from graders.notebook import fingerprint, student_files
+    from graders.fingerprint import files_digest
+    from graders.notebook import student_files
 
     from .course import PACKAGE
 
     source = here.parents[2] / "source" / lesson / PACKAGE
     module = load_manifest().lesson(lesson).module
-    return fingerprint(student_files(source, here / PACKAGE, module))
+    return files_digest(student_files(source, here / PACKAGE, module))
 
 
 class HideHiddenTests(NbGraderPreprocessor):
