@@ -4,6 +4,7 @@
     python bench/grading_latency.py --runs 5 --hidden
     python bench/grading_latency.py --target exercises   # the stubs: every check fails
     python bench/grading_latency.py --lesson windows     # one lesson, and the watch's re-grading
+    python bench/grading_latency.py --lesson windows --sandbox   # the same, sandboxed
 
 Each run is a fresh process, exactly what a student's `nox -s grade` starts once its
 virtualenv exists (the interpreter here is the reused virtualenv). Prints every run's wall
@@ -13,8 +14,9 @@ With ``--lesson``: the seconds from starting `python -m graders LESSON` to its r
 lesson's entry of the report finished), beside `python -c "import torch"`'s, and their ratio;
 then `--watch LESSON` on a copy of the target: after its first grading, the module file is
 rewritten ``--edits`` times, each time timing save-to-result (until the report holds the
-lesson graded with the new file's fingerprint), and the median is printed. Numbers only: a
-busy machine makes them larger, and nothing here asserts any.
+lesson graded with the new file's fingerprint), and the median is printed. ``--sandbox``
+grades in the sandbox (bubblewrap) throughout. Numbers only: a busy machine makes them
+larger, and nothing here asserts any.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def seconds_of(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def one_lesson(lesson: str, target: str, runs: int, tmp: Path) -> None:
+def one_lesson(lesson: str, target: str, runs: int, tmp: Path, sandbox: list[str]) -> None:
     """The first result of a one-lesson grading against `python -c "import torch"`."""
     torch_times, first_times = [], []
     for i in range(runs):
@@ -87,6 +89,7 @@ def one_lesson(lesson: str, target: str, runs: int, tmp: Path) -> None:
             target,
             "--json",
             str(report),
+            *sandbox,
         ]
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -105,13 +108,13 @@ def one_lesson(lesson: str, target: str, runs: int, tmp: Path) -> None:
     )
 
 
-def watched(lesson: str, target: str, edits: int, tmp: Path) -> None:
+def watched(lesson: str, target: str, edits: int, tmp: Path, sandbox: list[str]) -> None:
     """Save-to-result of `--watch LESSON` for one-lesson edits after its first grading."""
     copy = tmp / "package"
     shutil.copytree(ROOT / target, copy, ignore=shutil.ignore_patterns("__pycache__"))
     report = tmp / "watch.json"
     command = [sys.executable, "-m", "graders", "--watch", lesson]
-    command += ["--target", str(copy), "--json", str(report)]
+    command += ["--target", str(copy), "--json", str(report), *sandbox]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
         start = time.perf_counter()
@@ -146,15 +149,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="solutions", help="the package graded")
     parser.add_argument("--lesson", help="one lesson: its first result, and --watch's re-grading")
     parser.add_argument("--edits", type=int, default=7, help="edits timed with --lesson")
+    parser.add_argument("--sandbox", action="store_true", help="grade in the sandbox (--lesson)")
     args = parser.parse_args(argv)
     if args.lesson:
+        sandbox = ["--sandbox"] if args.sandbox else []
         print(
-            f"python -m graders {args.lesson} --target {args.target}, {args.runs} runs, "
-            f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+            f"python -m graders {args.lesson} --target {args.target} {' '.join(sandbox)}, "
+            f"{args.runs} runs, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
         )
         with tempfile.TemporaryDirectory() as tmp:
-            one_lesson(args.lesson, args.target, args.runs, Path(tmp))
-            watched(args.lesson, args.target, args.edits, Path(tmp))
+            one_lesson(args.lesson, args.target, args.runs, Path(tmp), sandbox)
+            watched(args.lesson, args.target, args.edits, Path(tmp), sandbox)
         return 0
     suite = "public and hidden" if args.hidden else "public"
     print(

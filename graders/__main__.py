@@ -84,9 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     if unsupported:
         print(unsupported, file=sys.stderr)
         return 2
+    from .launch import start_early
+    from .runner import DEFAULT_REPORT, DEFAULT_TARGET, GradingError, grade
+
+    if "graders.client" not in sys.modules:  # else a worker it kept may serve (its _IDLE)
+        # The worker starts now and imports torch while this process does (graders/launch.py).
+        target = args.target if args.target is not None else DEFAULT_TARGET
+        start_early(target, sandbox=args.sandbox)
     from rich.console import Console
 
-    from .runner import DEFAULT_REPORT, GradingError, grade
     from .seed import seed_from_environment, seed_from_file
     from .terminal import render_lesson, render_total
 

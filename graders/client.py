@@ -46,12 +46,9 @@ from __future__ import annotations
 import atexit
 import os
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -70,11 +67,12 @@ from .hints import (
     TIMED_OUT,
     TOO_MUCH_OUTPUT,
 )
-from .sandbox import worker_command
+from .launch import Launched, bundle, command, environment, take_early
+from .sandbox import refresh_copy
 from .shared import SharedTensors
 from .worker import limits, protocol
+from .worker.framing import FRAME
 from .worker.scenarios import OPTIMIZING_SCENARIOS
-from .worker_user import user_prefix
 
 DEFAULT_MEMORY = limits.MEMORY  # bytes of address space for the worker
 MAX_OUTPUT = 8 << 20  # bytes the student's code may print during one call
@@ -144,27 +142,11 @@ class _Process:
     worker's standard error.
     """
 
-    def __init__(self, command: list[str], source: bytes) -> None:
-        self.workdir = tempfile.mkdtemp(prefix="grader-worker-")
-        self.control, theirs = socket.socketpair()
-        try:
-            self.popen = subprocess.Popen(
-                command,
-                stdin=theirs.fileno(),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                cwd=self.workdir,
-                env=_environment(self.workdir),
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as error:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.control.close()
-            raise WorkerUnavailable(f"cannot start the grading worker: {error}") from error
-        finally:
-            theirs.close()
-        self.control.setblocking(False)
+    def __init__(self, launched: Launched) -> None:
+        self.launched = launched
+        self.workdir = launched.workdir
+        self.control = launched.control
+        self.popen = launched.popen
         assert self.popen.stderr is not None  # stderr=PIPE
         self.stderr = self.popen.stderr
         os.set_blocking(self.stderr.fileno(), False)
@@ -178,28 +160,15 @@ class _Process:
         self.imported: set[str] = set()  # the student's modules the lesson process imported
         self.tail = bytearray()
         self.buffer = bytearray()
-        self.pending = bytearray(protocol.FRAME.pack(len(source)) + source)
+        self.pending = launched.pending  # what of the bundle the socket did not take at once
 
     def kill(self) -> None:
-        if not self.alive:
-            return
-        self.alive = False
-        proc = self.popen
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the worker and anything it started
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-        proc.wait()
-        for stream in (self.channel, self.control, self.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.alive:
+            self.alive = False
+            if self.channel is not self.control:
+                with suppress(OSError):
+                    self.channel.close()
+            self.launched.kill()
 
     def await_ready(self, timeout: float) -> None:
         """Wait for the worker's greeting (once), then for its first lesson process."""
@@ -232,7 +201,7 @@ class _Process:
         try:
             self.control.setblocking(True)
             self.control.settimeout(timeout)
-            self.control.sendall(protocol.FRAME.pack(len(request)) + request)
+            self.control.sendall(FRAME.pack(len(request)) + request)
             _, fds, _, _ = socket.recv_fds(self.control, 1, 1)
         except OSError:  # socket.timeout included
             raise self._died("forking a lesson process") from None
@@ -280,17 +249,16 @@ class _Process:
         try:
             self.control.setblocking(True)
             self.control.settimeout(timeout)
-            self.control.sendall(protocol.FRAME.pack(len(request)) + request)
+            self.control.sendall(FRAME.pack(len(request)) + request)
             while (
-                len(data) < protocol.FRAME.size
-                or len(data)
-                < protocol.FRAME.size + (protocol.FRAME.unpack(data[: protocol.FRAME.size])[0])
+                len(data) < FRAME.size
+                or len(data) < FRAME.size + (FRAME.unpack(data[: FRAME.size])[0])
             ):
                 chunk = self.control.recv(1 << 16)
                 if not chunk:
                     return None
                 data += chunk
-            return protocol.decode(data[protocol.FRAME.size :])
+            return protocol.decode(data[FRAME.size :])
         except Exception:  # noqa: BLE001 - a worker that cannot answer
             return None
         finally:
@@ -298,8 +266,9 @@ class _Process:
                 self.control.setblocking(False)
 
     def retire(self) -> bool:
-        """End the lesson process and all it started, and empty the working directory, so
-        that the worker is as a new one after its greeting; False (and killed) if it cannot."""
+        """End the lesson process and all it started; the worker empties its working
+        directory, so that it is as a new one after its greeting; False (and killed) if it
+        cannot."""
         if not self.alive or not self.greeted or self.popen.poll() is not None:
             self.kill()
             return False
@@ -308,12 +277,6 @@ class _Process:
         if not isinstance(answer, dict) or answer.get("ok") is not True:
             self.kill()
             return False
-        for entry in os.scandir(self.workdir):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                with suppress(OSError):
-                    os.unlink(entry.path)
         self._forget_output()
         return True
 
@@ -339,7 +302,7 @@ class _Process:
         limit = timeout if limit is None else limit
         channel = self.channel
         if payload:
-            self.pending += protocol.FRAME.pack(len(payload)) + payload
+            self.pending += FRAME.pack(len(payload)) + payload
         if not self.pending:  # a frame that came with the one before it
             answer = self._take_frame(what)
             if answer is not None:
@@ -405,10 +368,10 @@ class _Process:
             selector.close()
 
     def _take_frame(self, what: str) -> Any:
-        size = protocol.FRAME.size
+        size = FRAME.size
         if len(self.buffer) < size:
             return None
-        length = protocol.FRAME.unpack(self.buffer[:size])[0]
+        length = FRAME.unpack(self.buffer[:size])[0]
         if length > MAX_ANSWER:
             raise self._fail(f"{what} sent back more than {MAX_ANSWER >> 20} MiB", NOT_PLAIN)
         if len(self.buffer) < size + length:
@@ -459,32 +422,14 @@ class _Process:
         return self._fail(f"{what}: the worker died ({how})", CRASHED.format(how=how))
 
 
-def _environment(workdir: str) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": workdir,
-        "TMPDIR": workdir,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
-    for name in ("GPT2_TIKTOKEN", "TIKTOKEN_CACHE_DIR"):  # where the vocabulary lives
-        if name in os.environ:
-            env[name] = os.environ[name]
-    return env
-
-
-# The provided package (gpt/) beside graders/, in a checkout and in a release alike: the worker
-# imports it for the lesson modules that use it (tokens: gpt.vocab).
-PROVIDED = Path(protocol.__file__).resolve().parents[2] / "gpt"
-
-
-# Unsandboxed, the workers of a finished grading run wait for the next run in this process
-# (instructor tooling grading many targets, the project's tests): a worker has imported torch
+# The workers of a finished grading run wait for the next run in this process (instructor
+# tooling grading many targets, the project's tests, ``--watch``): a worker has imported torch
 # and never runs the student's code, only forks lesson processes that do, so a later run forks
-# from it as from a new one, whatever it grades, and saves the seconds of a start. They are
-# kept only by the main thread: a worker dies with the thread that started it (PDEATHSIG).
+# from it as from a new one and saves the seconds of a start. Unsandboxed, one serves whatever
+# the next run grades (a fork names its target). Sandboxed, one serves the next run of the same
+# target only, with the private copy its sandbox binds made again from the target's files as
+# they are now (graders/sandbox.py's refresh_copy); one is kept in all, the last target's. They
+# are kept only by the main thread: a worker dies with the thread that started it (PDEATHSIG).
 IDLE_WORKERS = 1  # kept per kind of worker (each holds torch: hundreds of MB)
 _IDLE: dict[tuple, list[_Process]] = {}
 
@@ -521,7 +466,7 @@ class WorkerClient:
         self.memory = memory
         self.startup_timeout = startup_timeout
         # Read once, before any student code runs: rewriting the file later changes nothing.
-        self._source = protocol.bundle()
+        self._source = bundle()
         self._answers = _dependency_answers()
         self._proc: _Process | None = None
         self._spare: _Process | None = None
@@ -529,41 +474,54 @@ class WorkerClient:
         self.failures = 0  # workers lost (a failed lesson process costs only a fork)
         self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
 
-    def command(self) -> list[str]:
-        base = [
-            sys.executable,
-            "-I",
-            "-c",
-            protocol.BOOTSTRAP,
-            "--memory",
-            str(self.memory),
-            *(("--provided", str(PROVIDED)) if PROVIDED.is_dir() else ()),
-            "--target",
-            str(self.target),
-        ]
-        prefix = [] if self.sandbox else user_prefix()  # graders/worker_user.py
-        return [*prefix, *worker_command(base, self.target, sandbox=self.sandbox)]
-
     def _spawn(self) -> _Process:
-        """A kept worker that still lives (unsandboxed, in the main thread), else a new one."""
-        keeps = not self.sandbox and _keeps_idle_workers()
+        """A kept worker that still lives (in the main thread), else the one started early
+        for this grading (graders/launch.py), else a new one."""
+        keeps = _keeps_idle_workers()
         idle = _IDLE.get(self._idle_key(), []) if keeps else []
+        launched = take_early(self.target, sandbox=self.sandbox, memory=self.memory)
         while idle:
             proc = idle.pop()
-            if proc.alive and proc.popen.poll() is None:
-                break
+            if proc.alive and proc.popen.poll() is None and self._renew(proc):
+                if launched is not None:
+                    launched.kill()
+                return proc
             proc.kill()
-        else:
-            self.starts += 1
-            proc = _Process(self.command(), self._source)
-        if keeps:
-            proc.target = str(self.target)  # a kept worker's own target is an earlier run's
+        self.starts += 1
+        if launched is None:
+            try:
+                launched = Launched(self._command(), self._source)
+            except OSError as error:
+                raise WorkerUnavailable(f"cannot start the grading worker: {error}") from error
+        proc = _Process(launched)
+        if keeps and not self.sandbox:
+            proc.target = str(self.target)  # what the forks of a kept worker import
         return proc
 
+    def _command(self) -> list[str]:
+        return command(self.target, sandbox=self.sandbox, memory=self.memory)
+
+    def _renew(self, proc: _Process) -> bool:
+        """Ready a kept worker for this run: unsandboxed, its forks name this target;
+        sandboxed, the copy it binds holds the target's files as they are now."""
+        if not self.sandbox:
+            proc.target = str(self.target)
+            return True
+        copy = proc.launched.copy
+        if copy is None:
+            return False
+        try:
+            refresh_copy(copy, self.target)
+        except OSError:
+            return False
+        return True
+
     def _idle_key(self) -> tuple:
-        """What a kept worker must share with this client's: its command but the target (the
-        last two arguments unsandboxed) and its environment (the working directory apart)."""
-        return (*self.command()[:-2], *sorted(_environment("").items()), self._source)
+        """What a kept worker must share with this client's. Unsandboxed: its command but the
+        target (the last two arguments) and its environment (the working directory apart).
+        Sandboxed: the target itself and the memory, as well."""
+        where = ("sandbox", str(self.target), self.memory) if self.sandbox else self._command()[:-2]
+        return (*where, *sorted(environment("").items()), self._source)
 
     def start(self) -> None:
         """Have a worker starting (it imports torch meanwhile); no waiting."""
@@ -603,12 +561,17 @@ class WorkerClient:
                 self._spare = None
 
     def close(self) -> None:
-        """End this client's workers; unsandboxed, a healthy one waits for the next client."""
+        """End this client's workers; a healthy one waits for the next client (see _IDLE)."""
+        key = self._idle_key()
+        if self.sandbox:  # one sandboxed worker kept in all: this target's
+            for other in [k for k in _IDLE if k[0] == "sandbox" and k != key]:
+                for kept in _IDLE.pop(other):
+                    kept.kill()
         for proc in (self._proc, self._spare):
             if proc is None:
                 continue
-            idle = _IDLE.setdefault(self._idle_key(), []) if not self.sandbox else None
-            if idle is None or len(idle) >= IDLE_WORKERS or not _keeps_idle_workers():
+            idle = _IDLE.setdefault(key, [])
+            if len(idle) >= IDLE_WORKERS or not _keeps_idle_workers():
                 proc.kill()
             elif proc.retire():
                 idle.append(proc)

@@ -1,6 +1,6 @@
 """How the grading worker is launched: the one place that decides what wraps it.
 
-``graders.client`` builds ``base_cmd``: ``[python, "-I", "-c", BOOTSTRAP, <limits...>,
+``graders.launch`` builds ``base_cmd``: ``[python, "-I", "-c", BOOTSTRAP, <limits...>,
 "--target", TARGET]``. It passes everything the worker needs through that argv, a small
 environment and standard input (the worker's own source arrives there as the first frame),
 never through files of the grader tree, so a sandbox only needs to show the worker the Python
@@ -105,7 +105,8 @@ def _sandbox_command(
       the gradebook, results/), not home directories, /etc/passwd or the checker's files
       (where the Python installation lives in a home directory, only the installation is
       there). The copy is made when the worker starts (later edits of the target are not
-      seen) and deleted when the checker exits.
+      seen; a worker kept for the next grading of the same target has it made again then,
+      ``refresh_copy``) and deleted when the checker exits.
     * Processes: PID namespace, so the checker and every other host process are invisible and
       cannot be signalled; killing the worker's process group (as graders.client does) kills bwrap
       and with it every process of the sandbox.
@@ -135,7 +136,7 @@ def _sandbox_command(
     one) and the tmpfs counts against the host's memory; CPU time is capped per process, wall
     time by the checker's per-call timeout; disk I/O and CPU share are not throttled; the student
     can read the Python installation and site-packages (public software) and their own files; the
-    worker's own environment (a small one, from graders.client) is passed through, with PATH,
+    worker's own environment (a small one, from graders.launch) is passed through, with PATH,
     HOME and TMPDIR replaced. Needs bubblewrap (``apt-get install bubblewrap``), util-linux's
     ``setpriv`` and ``prlimit``, and as a non-root user unprivileged user namespaces
     (kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also
@@ -381,6 +382,26 @@ def _private_copy(target: Path, limits: SandboxLimits) -> str:
     if len(_copies) == 1:
         atexit.register(_remove_copies)
     os.chmod(root, 0o755)
+    _fill(root, target, limits)
+    return root
+
+
+def refresh_copy(copy: str, target: Path, limits: SandboxLimits = LIMITS) -> None:
+    """Make the private copy ``copy`` (of a sandbox this process started) a snapshot of
+    ``target`` as it is now, in place: the sandbox binds the folder itself, so a kept worker's
+    next lesson process sees the new files. Only while no lesson process of it runs."""
+    if copy not in _copies:
+        raise ValueError(f"{copy} is not a private copy this process made")
+    for entry in os.scandir(copy):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+    _fill(copy, Path(target).resolve(), limits)
+
+
+def _fill(root: str, target: Path, limits: SandboxLimits) -> None:
+    """Copy ``target``'s regular files into the empty folder ``root``, within the limits."""
     total = 0
     for folder, dirs, files in os.walk(target, followlinks=False):
         rel = os.path.relpath(folder, target)
@@ -406,7 +427,6 @@ def _private_copy(target: Path, limits: SandboxLimits) -> str:
             except OSError:
                 continue
             os.chmod(os.path.join(dest, name), 0o644)
-    return root
 
 
 def _remove_copies() -> None:

@@ -1,11 +1,12 @@
 """``python -m graders --watch``: grade again, on every save, the lessons whose files changed.
 
 One checker stays up for the whole session: Python, torch, pytest, the graders and the oracles
-(or recorded answers) load once. Unsandboxed, its worker is kept warm between gradings too
+(or recorded answers) load once. Its worker is kept warm between gradings too
 (graders/client.py keeps an idle worker for the next grading of the same process), so a
 re-grading costs a fork of a fresh lesson process, the lesson's import and its checks. With
-``--sandbox`` every grading starts a sandboxed worker of its own: the sandbox copies the
-package when its worker starts (graders/sandbox.py), so a kept one would grade an old copy.
+``--sandbox`` the kept worker stays in its sandbox, and the private copy of the package that
+the sandbox shows it is made again from the files as they are before each grading
+(graders/sandbox.py's ``refresh_copy``).
 
 Every POLL_SECONDS the watch reads the modification times and sizes of the package's ``*.py``
 files; when they change (and have stayed the same for another poll, so that a save in several

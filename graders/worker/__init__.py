@@ -14,18 +14,19 @@ checker (see make_proxies); the checker judges every answer in its own process, 
 decides rests on what it observes itself: the answer's plain data, the tensors of a call's
 inputs read back from memory it shares (graders/shared.py), its own clock.
 
-The package runs standalone. ``graders.client`` starts ``python -I -c BOOTSTRAP --target DIR
-...`` (protocol.py) with a Unix socket as standard input and sends the package's sources there
-as one bundle; the process then forks a fresh lesson process, with a socket of its own, for
+The package runs standalone. ``graders.launch`` starts ``python -I -c BOOTSTRAP --target DIR
+...`` with a Unix socket as standard input and sends the package's sources there as one
+bundle; the process then forks a fresh lesson process, with a socket of its own, for
 every lesson (``serving.serve_lessons``), so the worker needs no file of the grader tree (a
 sandbox shows it none) and imports only the standard library, torch and regex. Once loaded,
 the worker's modules are in no ``sys.modules`` entry, and the lesson process takes what it runs
-before the student's package is imported. The checker imports two of its modules, for what both
-sides share: ``protocol`` (the framing, plain data, the markers) and ``scenarios`` (the toy
-model and the scenarios); ``limits`` is the one table of the limits. It holds no solution of
-any exercise: it ships to students.
+before the student's package is imported. The checker imports three of its modules, for what
+both sides share: ``framing`` (the frames, torch-free), ``protocol`` (plain data, the markers)
+and ``scenarios`` (the toy model and the scenarios); ``limits`` is the one table of the
+limits. It holds no solution of any exercise: it ships to students.
 
-    protocol.py   framing, plain data, the bundle and its bootstrap      (checker and worker)
+    framing.py    the frames: a length, then the payload                 (checker and worker)
+    protocol.py   plain data and the markers                             (checker and worker)
     scenarios.py  the toy model and the scenarios                        (checker and worker)
     limits.py     the limits on the student's processes                  (checker and worker)
     proxies.py    the stand-ins for the dependencies the checker answers (worker)

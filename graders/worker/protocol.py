@@ -1,30 +1,25 @@
-"""What the checker and the worker share: the framing, plain data, the markers, the bundle.
+"""What the checker and the worker share: plain data and the markers.
 
-Both directions are frames (an 8-byte length, then a pickle that names no class or function:
-see ``plain`` and ``encode``). The worker copies every value to exactly the plain types before
+Both directions are frames (framing.py) of a pickle that names no class or function (see
+``plain`` and ``encode``). The worker copies every value to exactly the plain types before
 it packs it, so no code of the student's runs while an answer is packed, and nothing a frame
-holds can run code in the reader. The checker imports this module and ``scenarios``; the
-worker's other modules run only in the worker, which ``BOOTSTRAP`` starts from the ``bundle``
-of this package's sources.
+holds can run code in the reader. The checker imports this module, ``framing`` and
+``scenarios``; the worker's other modules run only in the worker, which graders/launch.py
+starts from the bundle of this package's sources.
 """
 
 from __future__ import annotations
 
 import gc
 import io
-import json
-import os
 import pickle
-import struct
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
-FRAME = struct.Struct(">Q")
 GENERATOR = "__torch_generator__"  # {GENERATOR: seed} in a request becomes a seeded Generator
 SHARED = "__shared_tensor__"  # {SHARED: slot} in a call's arguments: a tensor the checker shares
 # A proxy's question: what is not plain data crosses as one of these (see proxies.py).
@@ -34,54 +29,6 @@ OPTIMIZER = "__optimizer__"
 TABLE = "__table__"
 TABLE_SIZE = 1024
 MESSAGE_LIMIT = 2000
-
-# The worker is started as `python -I -c BOOTSTRAP ARGS`, then reads the bundle (the package's
-# sources, as JSON) as one frame on standard input, loads it as the package grader_worker, runs
-# serving.main(). Loaded, the modules leave sys.modules (and the loader sys.meta_path), and
-# nothing of them is a global of __main__ (only the frame of _start holds them): the student's
-# code finds no grader_worker to import or rewrite.
-BOOTSTRAP = """\
-def _start():
-    import importlib.abc, importlib.util, json, os, struct, sys
-    def read(n):
-        data = b''
-        while len(data) < n:
-            chunk = os.read(0, n - len(data))
-            if not chunk:
-                raise SystemExit(3)
-            data += chunk
-        return data
-    sources = json.loads(read(struct.unpack('>Q', read(8))[0]))
-    class Bundle(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        def find_spec(self, name, path=None, target=None):
-            package, _, module = name.partition('.')
-            if package == 'grader_worker' and (module or '__init__') in sources:
-                return importlib.util.spec_from_loader(name, self, is_package=not module)
-            return None
-        def create_module(self, spec):
-            return None
-        def exec_module(self, module):
-            name = module.__name__.partition('.')[2] or '__init__'
-            code = compile(sources[name], '<grader worker: ' + name + '>', 'exec')
-            exec(code, module.__dict__)
-    bundle = Bundle()
-    sys.meta_path.insert(0, bundle)
-    try:
-        serving = importlib.import_module('grader_worker.serving')
-    finally:
-        sys.meta_path.remove(bundle)
-        for name in [name for name in sys.modules if name.partition('.')[0] == 'grader_worker']:
-            del sys.modules[name]
-    serving.main(sys.argv[1:])
-_start()
-"""
-
-
-def bundle() -> bytes:
-    """This package's sources, as the frame ``BOOTSTRAP`` reads (read once, by the checker)."""
-    folder = Path(__file__).parent
-    sources = {path.stem: path.read_text() for path in sorted(folder.glob("*.py"))}
-    return json.dumps(sources).encode()
 
 
 class NotPlain(TypeError):
@@ -300,47 +247,3 @@ def _safe_str(obj: object) -> str:
     except BaseException:  # noqa: BLE001
         text = "<unprintable>"
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "..."
-
-
-def _read(fd: int, n: int) -> bytes | None:
-    chunks, got = [], 0  # joined once: adding each chunk to the rest copies it all again
-    while got < n:
-        chunk = os.read(fd, n - got)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd: int) -> bytes | None:
-    header = _read(fd, FRAME.size)
-    if header is None:
-        return None
-    return _read(fd, FRAME.unpack(header)[0])
-
-
-def read_message(channel: Any) -> tuple[bytes | None, list[int]]:
-    """A frame from the socket ``channel`` and the descriptors that came with it (the file of
-    the tensors the checker shares, sent with a call's first byte)."""
-    import socket
-
-    header, fds = b"", []
-    while len(header) < FRAME.size:
-        data, got, _, _ = socket.recv_fds(channel, FRAME.size - len(header), 4)
-        fds += got
-        if not data:
-            break
-        header += data
-    frame = _read(channel.fileno(), FRAME.unpack(header)[0]) if len(header) == FRAME.size else None
-    if frame is None:
-        for fd in fds:
-            os.close(fd)
-        return None, []
-    return frame, fds
-
-
-def write_frame(fd: int, payload: bytes) -> None:
-    view = memoryview(FRAME.pack(len(payload)) + payload)
-    while view:
-        view = view[os.write(fd, view) :]

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .framing import read_frame, read_message, write_frame
 from .hardening import SECCOMP, _die_with_parent, harden, limits_report, refuse_syscalls
 from .limits import CPU_SECONDS, FILE_SIZE, MEMORY, USER_PROCESSES
 from .protocol import (
@@ -27,9 +28,6 @@ from .protocol import (
     decode,
     encode,
     pack,
-    read_frame,
-    read_message,
-    write_frame,
 )
 from .proxies import DependencyRefused, make_proxies
 from .scenarios import SCENARIOS
@@ -242,10 +240,31 @@ def main(argv: list[str]) -> None:
     faulthandler.enable(sys.stderr)
     sys.dont_write_bytecode = True
     torch.set_num_threads(1)
+    # What torch imports the first time a backward is given its gradient (sympy: half a
+    # second): here once, not in every lesson process on some check's clock.
+    importlib.import_module("torch.fx.experimental.symbolic_shapes")
     if args.provided:
         provide(args.provided)
     write_frame(control, encode({"ok": True, "pid": os.getpid()}))
     serve_lessons(control, args.target)
+
+
+def _empty_working_directory(keep: frozenset[str]) -> None:
+    """Remove what the lesson processes wrote where they ran, so that a kept worker's next
+    grading starts as a new worker's would. ``keep``: what was there before any lesson (in a
+    sandbox's /tmp, the folders that mounts below it need)."""
+    import shutil
+
+    for entry in os.scandir("."):
+        if entry.name in keep:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def serve_lessons(control: int, target: str) -> None:
@@ -262,6 +281,7 @@ def serve_lessons(control: int, target: str) -> None:
     import socket
 
     channel = socket.socket(fileno=os.dup(control))
+    keep = frozenset(os.listdir("."))
     lesson: int | None = None
     while True:
         frame = read_frame(control)
@@ -278,6 +298,7 @@ def serve_lessons(control: int, target: str) -> None:
             _reap(lesson)
             lesson = None
         if request.get("op") == "end":  # the grading run is over: no lesson until the next
+            _empty_working_directory(keep)  # what the lessons left (a sandbox's private /tmp)
             write_frame(control, encode({"ok": True}))
             continue
         graded = str(request.get("target", target))

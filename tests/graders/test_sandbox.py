@@ -51,8 +51,8 @@ def _leaving(tag: str) -> Variant:
     return Variant("objective", "perplexity", tag, code)
 
 
-def _run(target: Path) -> tuple[list, int]:
-    client = WorkerClient(target)
+def _run(target: Path, sandbox: bool = False) -> tuple[list, int]:
+    client = WorkerClient(target, sandbox=sandbox)
     try:
         return client.call("objective.perplexity", [1.0], {}, timeout=60)[0], client.starts
     finally:
@@ -186,6 +186,32 @@ def test_sandbox_isolates_the_worker(tmp_path, listener):
 
 def _python_tops() -> set[str]:
     return {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, sys.executable)}
+
+
+@linux_only
+@needs_bwrap
+def test_a_kept_sandboxed_worker_grades_the_targets_files_as_they_are_now(tmp_path):
+    """--watch --sandbox: the next run of the same target takes the kept sandboxed worker (no
+    start), whose sandbox binds a copy made again from the files as they are now; a run of
+    another target starts its own, and only one sandboxed worker is kept in all."""
+    target = build_target(tmp_path / "watched", [_leaving("first")])
+    first, started = _run(target, sandbox=True)
+    path = target / "objective.py"
+    path.write_text(path.read_text().replace("first", "second"))
+    (target / "new_module.py").write_text("")
+    second, again = _run(target, sandbox=True)
+    assert (first[0], second[0]) == ("first", "second"), "the kept worker graded an old copy"
+    assert started == 1 and again == 0, "the second run started a sandboxed worker of its own"
+    # what a sandbox's /tmp holds from the start (mount points) stays; the first run's file goes
+    assert second[2] == first[2], "what the first run left in the working directory was there"
+    other, starts = _run(build_target(tmp_path / "other", [_leaving("other")]), sandbox=True)
+    assert other[0] == "other" and starts == 1
+    import graders.client
+
+    kept = [
+        key for key in graders.client._IDLE if key[0] == "sandbox" and graders.client._IDLE[key]
+    ]
+    assert len(kept) == 1 and kept[0][1] == str((tmp_path / "other" / "submission").resolve())
 
 
 @pytest.mark.slow
