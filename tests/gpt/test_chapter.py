@@ -7,6 +7,7 @@ which must not reach the exercises/ that other tests grade.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -153,15 +154,75 @@ PAGES = [
 ]
 
 
+# Every page's exec'd blocks, each page in a namespace of its own, in one process (a process
+# per page would import torch thirteen times): each page's output, its error, and whose
+# lessons gpt.chapter gave it.
+PAGES_DRIVER = """
+import contextlib, io, json, sys, traceback
+pages = json.load(open(sys.argv[1]))
+results = {}
+for page, source in pages.items():
+    out = io.StringIO()
+    error = None
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(source, page, "exec"), {"__name__": "__main__"})
+    except BaseException:
+        error = traceback.format_exc()[-3000:]
+    chapter = sys.modules.get("gpt.chapter")
+    results[page] = {"stdout": out.getvalue(), "error": error,
+                     "lessons": chapter.lessons.package if chapter else None}
+json.dump(results, open(sys.argv[2], "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def pages_run(release_tree: Path, tmp_path_factory) -> dict[str, dict]:
+    """The pages' code run in the release tree, as their notebooks run it, without solutions/."""
+    folder = tmp_path_factory.mktemp("pages")
+    sources = {
+        page: "\n".join(
+            cell.source
+            for cell in notebooks_hook().parse_cells(
+                (ROOT / "course" / page).read_text(encoding="utf-8")
+            )
+        )
+        for page in PAGES
+    }
+    (folder / "pages.json").write_text(json.dumps(sources))
+    code = f"{NO_REFERENCE}{PAGES_DRIVER}"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder / "pages.json"), str(folder / "results.json")],
+        cwd=release_tree,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "COURSE_CHAPTER_LESSONS"},
+            "MPLBACKEND": "Agg",
+            "PYTHONPATH": str(release_tree),
+        },
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((folder / "results.json").read_text())
+    for page, source in sources.items():
+        results[page]["imports_lessons"] = "gpt.chapter" in source
+    return results
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_every_chapters_code_runs_without_the_reference(release_tree: Path, page: str) -> None:
+def test_every_chapters_code_runs_without_the_reference(pages_run: dict, page: str) -> None:
     """The page's exec'd blocks, in order, as its notebook runs them: with no solutions/ to
     import, they run on the student's package through gpt.chapter."""
-    cells = notebooks_hook().parse_cells((ROOT / "course" / page).read_text(encoding="utf-8"))
-    done = run(NO_REFERENCE + "\n".join(cell.source for cell in cells), release_tree)
-    assert done.returncode == 0, f"{page}:\n{done.stderr[-3000:]}"
-    if any("gpt.chapter" in cell.source for cell in cells):
-        assert "\ngpt.chapter: your lessons (exercises)\n" in "\n" + done.stdout, "not theirs"
+    result = pages_run[page]
+    assert result["error"] is None, f"{page}:\n{result['error']}"
+    if result["imports_lessons"]:
+        assert result["lessons"] == "exercises", "not theirs"
+
+
+def test_the_line_says_whose_lessons_the_pages_use(pages_run: dict) -> None:
+    printed = "".join(pages_run[page]["stdout"] for page in PAGES)
+    assert printed.count("gpt.chapter: your lessons (exercises)\n") == 1, "once, on first import"
 
 
 def test_chapter_9s_offline_check_of_a_loader_gives_transformers_logits() -> None:
