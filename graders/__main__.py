@@ -86,14 +86,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from .launch import start_early
     from .runner import DEFAULT_REPORT, DEFAULT_TARGET, GradingError, grade
+    from .seed import seed_from_environment, seed_from_file
 
+    try:
+        # instructor autograde's secret (a file where the worker runs as another user), else
+        # public; read (and taken out of the environment) before any worker starts
+        input_seed = seed_from_file(args.seed_file) if args.seed_file else seed_from_environment()
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if "graders.client" not in sys.modules:  # else a worker it kept may serve (its _IDLE)
         # The worker starts now and imports torch while this process does (graders/launch.py).
         target = args.target if args.target is not None else DEFAULT_TARGET
         start_early(target, sandbox=args.sandbox)
     from rich.console import Console
 
-    from .seed import seed_from_environment, seed_from_file
     from .terminal import render_lesson, render_total
 
     # A console on its own copy of standard output: pytest's output capture does not touch it.
@@ -101,12 +108,6 @@ def main(argv: list[str] | None = None) -> int:
         file=os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8"), highlight=False
     )
     json_path = args.json if args.json is not None else DEFAULT_REPORT
-    try:
-        # instructor autograde's secret (a file where the worker runs as another user), else public
-        input_seed = seed_from_file(args.seed_file) if args.seed_file else seed_from_environment()
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     options: dict[str, Any] = {
         "hidden": args.hidden,
         "json_path": json_path,
