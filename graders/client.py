@@ -637,9 +637,10 @@ class WorkerClient:
         return [] if self._answers is None else self._answers.names(function)
 
     def _prepare(self, *, dynamo: bool) -> None:
-        """Before a request that imports torch._dynamo (seconds: a by-hand rule's watch, a
-        scenario that makes an optimizer), a lesson process forked after the worker imported
-        it, so that no check's clock pays for it; other lessons never import it at all."""
+        """Before a request that imports torch._dynamo (a second or more: a scenario that makes
+        an optimizer; the by-hand watch does not, graders/worker/watch.py), a lesson process
+        forked after the worker imported it, so that no check's clock pays for it; other
+        lessons never import it at all."""
         self.start()
         proc = self._proc
         if dynamo and proc is not None and not proc.dynamo:
@@ -683,7 +684,6 @@ class WorkerClient:
         The tensors among the inputs live in a file the checker made and maps itself
         (graders/shared.py): a call that changed one in place fails (IN_PLACE) on what the
         checker reads back, not on the lesson process's report of its inputs."""
-        self._prepare(dynamo=rule is not None)
         self.ensure_module(function.partition(".")[0], timeout)
         with SharedTensors([args, kwargs]) as shared:
             answer = self.request(
@@ -713,7 +713,7 @@ class WorkerClient:
     def scenario(
         self, name: str, function: str, config: dict, timeout: float, rule: dict | None = None
     ) -> Any:
-        self._prepare(dynamo=rule is not None or name in OPTIMIZING_SCENARIOS)
+        self._prepare(dynamo=name in OPTIMIZING_SCENARIOS)
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
             {

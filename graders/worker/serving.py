@@ -303,9 +303,9 @@ def serve_lessons(control: int, target: str) -> None:
             continue
         graded = str(request.get("target", target))
         if request.get("dynamo"):
-            # torch imports torch._dynamo (seconds) the first time a dispatch mode runs (a
-            # by-hand rule's watch) or an optimizer is made: here, before the fork, it is on
-            # no check's clock, and every later lesson process has it.
+            # torch imports torch._dynamo (a second or more) the first time an optimizer is
+            # made: here, before the fork, it is on no check's clock, and every later lesson
+            # process has it.
             importlib.import_module("torch._dynamo")
         ours, theirs = socket.socketpair()
         pid = os.fork()

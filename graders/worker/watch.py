@@ -89,6 +89,13 @@ class _Watch(TorchDispatchMode):
             return "torch functions were switched off"
         return None
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No: torch would wrap this mode's handler to keep torch.compile out of it, and the
+        wrapper imports torch._dynamo (a second or more) at the first operation watched.
+        Nothing is compiled under the watch."""
+        return False
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func._schema.name
         if name in self.ops:
