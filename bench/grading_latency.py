@@ -10,8 +10,10 @@ Each run is a fresh process, exactly what a student's `nox -s grade` starts once
 virtualenv exists (the interpreter here is the reused virtualenv). Prints every run's wall
 seconds, the best and the median, the machine's load, and whether each run scored full marks.
 
-With ``--lesson``: the seconds from starting `python -m graders LESSON` to its result (the
-lesson's entry of the report finished), beside `python -c "import torch"`'s, and their ratio;
+With ``--lesson``: the seconds from starting `python -m graders LESSON` to its first check's
+verdict (in the report, which is rewritten after every check; a terminal shows it on the
+grading's line) and to its result (the lesson's entry finished), beside `python -c "import
+torch"`'s, and their ratios;
 then `--watch LESSON` on a copy of the target: after its first grading, the module file is
 rewritten ``--edits`` times, each time timing save-to-result (until the report holds the
 lesson graded with the new file's fingerprint), and the median is printed. ``--sandbox``
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graders.fingerprint import fingerprint  # noqa: E402  (the project's, from the checkout)
+from graders.report import NOT_GRADED  # noqa: E402
 
 
 def run_once(hidden: bool, report: Path, target: str) -> tuple[float, dict]:
@@ -49,6 +52,17 @@ def run_once(hidden: bool, report: Path, target: str) -> tuple[float, dict]:
     if result.returncode != 0:
         raise SystemExit(f"grading failed ({result.returncode}):\n{result.stderr}")
     return seconds, json.loads(report.read_text())
+
+
+def checked(report: Path, slug: str) -> bool:
+    """Whether the report holds a verdict on one of ``slug``'s checks (the report is rewritten
+    after every check: the progress page and the terminal's line show it then)."""
+    try:
+        data = json.loads(report.read_text())
+        entry = next(e for e in data["lessons"] if e["slug"] == slug)
+        return any(check["detail"] != NOT_GRADED for check in entry["checks"])
+    except (OSError, ValueError, KeyError, StopIteration):
+        return False
 
 
 def finished(report: Path, slug: str, print_: str | None = None) -> bool:
@@ -76,7 +90,7 @@ def seconds_of(command: list[str]) -> float:
 
 def one_lesson(lesson: str, target: str, runs: int, tmp: Path, sandbox: list[str]) -> None:
     """The first result of a one-lesson grading against `python -c "import torch"`."""
-    torch_times, first_times = [], []
+    torch_times, check_times, first_times = [], [], []
     for i in range(runs):
         torch_times.append(seconds_of([sys.executable, "-c", "import torch"]))
         report = tmp / f"one-{i}.json"
@@ -93,18 +107,24 @@ def one_lesson(lesson: str, target: str, runs: int, tmp: Path, sandbox: list[str
         ]
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
+        while not checked(report, lesson) and process.poll() is None:
+            time.sleep(0.005)
+        check_times.append(time.perf_counter() - start)
         wait_for(report, lesson, process)
         first = time.perf_counter() - start
         process.wait()
         first_times.append(first)
         print(
-            f"  run {i + 1}: import torch {torch_times[-1]:5.2f} s, {lesson}'s result "
-            f"{first:5.2f} s (the process {time.perf_counter() - start:5.2f} s)"
+            f"  run {i + 1}: import torch {torch_times[-1]:5.2f} s, first check's verdict "
+            f"{check_times[-1]:5.2f} s, {lesson}'s result {first:5.2f} s (the process "
+            f"{time.perf_counter() - start:5.2f} s)"
         )
-    torch_s, first_s = statistics.median(torch_times), statistics.median(first_times)
+    torch_s = statistics.median(torch_times)
+    check_s, first_s = statistics.median(check_times), statistics.median(first_times)
     print(
-        f"median: import torch {torch_s:.2f} s, first result {first_s:.2f} s, "
-        f"ratio {first_s / torch_s:.2f}"
+        f"median: import torch {torch_s:.2f} s, first check's verdict {check_s:.2f} s "
+        f"(ratio {check_s / torch_s:.2f}), the lesson's result {first_s:.2f} s "
+        f"(ratio {first_s / torch_s:.2f})"
     )
 
 

@@ -101,33 +101,38 @@ def main(argv: list[str] | None = None) -> int:
         start_early(target, sandbox=args.sandbox)
     from rich.console import Console
 
-    from .terminal import render_lesson, render_total
+    from .terminal import Ticker, render_total
 
     # A console on its own copy of standard output: pytest's output capture does not touch it.
     console = Console(
         file=os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8"), highlight=False
     )
     json_path = args.json if args.json is not None else DEFAULT_REPORT
+    ticker = Ticker(console)
     options: dict[str, Any] = {
         "hidden": args.hidden,
         "json_path": json_path,
         "sandbox": args.sandbox,
-        "on_lesson": lambda lesson: render_lesson(console, lesson),
+        "on_lesson": ticker.lesson,
+        "on_check": ticker.check,
         "input_seed": input_seed,
     }
     try:
         if args.watch:
             from .watch import watch
 
-            return watch(args.target, args.lessons, console=console, **options)
+            return watch(args.target, args.lessons, console=console, ticker=ticker, **options)
         report = grade(args.target, lessons=args.lessons, **options)
     except GradingError as error:
+        ticker.stop()
         console.file.flush()
         lines = str(error).splitlines() or ["grading failed"]
         print(f"error: {lines[0]}", file=sys.stderr)
         if len(lines) > 1:
             print("\n".join(lines[1:]), file=sys.stderr)
         return 2
+    finally:
+        ticker.stop()  # a grading that ended mid-lesson leaves no line behind
     render_total(console, report)
     console.print(f"[dim]report: {json_path}[/dim]")
     console.file.flush()

@@ -170,6 +170,7 @@ class GradingPlugin:
         report: Report,
         timeout_scale: float = 1.0,
         on_lesson: Callable[[dict], None] | None = None,
+        on_check: Callable[[dict, dict], None] | None = None,
     ) -> None:
         self.every = {c.id: c for c in manifest.checks}
         self.checks = checks  # the selected checks, by id
@@ -178,6 +179,7 @@ class GradingPlugin:
         self.report = report
         self.timeout_scale = timeout_scale
         self.on_lesson = on_lesson
+        self.on_check = on_check
         self.errors: list[str] = []
         self._item_check: dict[str, Check] = {}
         self._remaining: dict[str, int] = {}  # check id -> tests not finished
@@ -361,6 +363,8 @@ class GradingPlugin:
             self.report.record(check, True, None, None)
         else:
             self.report.record(check, False, *failure)
+        if self.on_check is not None:
+            self.on_check(self.report.lesson(check.lesson), self.report.row(check.id))
         self._lesson_left[check.lesson] -= 1
         if self._lesson_left[check.lesson] == 0:
             self._gate_error_paths(check.lesson)

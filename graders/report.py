@@ -219,6 +219,10 @@ class Report:
                     break
             earlier.append(row)
 
+    def row(self, check_id: str) -> dict[str, Any]:
+        """A check's entry, as recorded so far."""
+        return self._checks[check_id]
+
     def lesson(self, slug: str) -> dict[str, Any]:
         return next(e for e in self.data["lessons"] if e["slug"] == slug)
 

@@ -101,6 +101,7 @@ def grade(
     functions: Iterable[str] | None = None,
     timeout_scale: float = 1.0,
     on_lesson: Callable[[dict], None] | None = None,
+    on_check: Callable[[dict, dict], None] | None = None,
     manifest_path: Path | str | None = None,
     reveal_hidden: bool = False,
     input_seed: int = 0,
@@ -113,7 +114,9 @@ def grade(
     ``target`` that this one leaves out are kept (graders/report.py). ``sandbox``: run the
     worker in the sandbox (graders/sandbox.py). ``functions``: grade only these functions'
     checks. ``timeout_scale`` multiplies every per-call timeout. ``on_lesson`` is called with a
-    lesson's report entry as soon as its checks are done. ``reveal_hidden`` keeps the details
+    lesson's report entry as soon as its checks are done, ``on_check`` with the lesson's entry
+    and the check's as soon as each check is (a later error-path check may still change a
+    function's points: the lesson's entry is final). ``reveal_hidden`` keeps the details
     of failed hidden checks in the report: for debugging the graders, never for students.
     ``input_seed``: the seed every check's inputs are drawn from; 0, the public one, gives the
     release's inputs, another (instructor autograde's secret) inputs no release holds
@@ -180,6 +183,7 @@ def grade(
         report=report,
         timeout_scale=timeout_scale,
         on_lesson=on_lesson,
+        on_check=on_check,
     )
     args = [
         *map(str, files),

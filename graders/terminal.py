@@ -1,6 +1,7 @@
 """The terminal view of a grading: a table per lesson as it is graded, with the hint, detail
 and link of each failed check, and the summary of every lesson the report holds (the report
-itself is graders/report.py)."""
+itself is graders/report.py). On a terminal, one transient line counts a lesson's checks as
+they finish, until its table comes (``Ticker``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,39 @@ from pathlib import Path
 from typing import Any
 
 from .hints import NOT_IMPLEMENTED
-from .report import href
+from .report import NOT_GRADED, href
+
+
+class Ticker:
+    """The grading's calls back: while a lesson is graded, one line that counts its checks as
+    they finish ("block: 7 of 23 checks, 7 passed so far"), replaced by the lesson's table
+    when its last check is done. Only on a terminal: in a log or a pipe the tables say all."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.status: Any = None
+
+    def check(self, lesson: dict[str, Any], row: dict[str, Any]) -> None:
+        if not self.console.is_terminal:
+            return
+        checks = lesson["checks"]
+        done = sum(c["detail"] != NOT_GRADED for c in checks)
+        passed = sum(c["passed"] for c in checks)
+        line = f"{lesson['slug']}: {done} of {len(checks)} checks, {passed} passed so far"
+        if self.status is None:
+            self.status = self.console.status(line)
+            self.status.start()
+        else:
+            self.status.update(line)
+
+    def lesson(self, lesson: dict[str, Any]) -> None:
+        self.stop()
+        render_lesson(self.console, lesson)
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
 
 
 def render_lesson(console: Any, lesson: dict[str, Any]) -> None:

@@ -86,12 +86,14 @@ def watch(
     names: Sequence[str],
     *,
     console: Any,
+    ticker: Any = None,
     poll: float = POLL_SECONDS,
     **options: Any,
 ) -> int:
     """Grade the lessons ``names`` (default all) of the package folder ``target`` (default
     exercises/), then again each time their files change, until Ctrl-C (exit status 0).
-    ``options`` go to every ``grade()`` (hidden, json_path, sandbox, input_seed). Bad
+    ``options`` go to every ``grade()`` (hidden, json_path, sandbox, input_seed, on_lesson,
+    on_check); ``ticker`` (graders/terminal.py), if given, is stopped after each grading. Bad
     arguments and a first grading that cannot run raise GradingError; a later grading that
     cannot run is reported in one line and the watch goes on."""
     try:
@@ -116,6 +118,9 @@ def watch(
                     if first and not interrupt.pressed:
                         raise
                     report, problem = None, str(error).splitlines()[0]
+                finally:
+                    if ticker is not None:
+                        ticker.stop()
                 if interrupt.pressed:  # however the grading took it
                     raise KeyboardInterrupt
                 if report is None:
