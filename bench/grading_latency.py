@@ -5,6 +5,7 @@
     python bench/grading_latency.py --target exercises   # the stubs: every check fails
     python bench/grading_latency.py --lesson windows     # one lesson, and the watch's re-grading
     python bench/grading_latency.py --lesson windows --sandbox   # the same, sandboxed
+    python bench/grading_latency.py --lesson training --tree RELEASE  # a student release's graders
 
 Each run is a fresh process, exactly what a student's `nox -s grade` starts once its
 virtualenv exists (the interpreter here is the reused virtualenv). Prints every run's wall
@@ -88,7 +89,9 @@ def seconds_of(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def one_lesson(lesson: str, target: str, runs: int, tmp: Path, sandbox: list[str]) -> None:
+def one_lesson(
+    lesson: str, target: str, runs: int, tmp: Path, sandbox: list[str], tree: Path = ROOT
+) -> None:
     """The first result of a one-lesson grading against `python -c "import torch"`."""
     torch_times, check_times, first_times = [], [], []
     for i in range(runs):
@@ -106,7 +109,7 @@ def one_lesson(lesson: str, target: str, runs: int, tmp: Path, sandbox: list[str
             *sandbox,
         ]
         start = time.perf_counter()
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
+        process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL)
         while not checked(report, lesson) and process.poll() is None:
             time.sleep(0.005)
         check_times.append(time.perf_counter() - start)
@@ -170,15 +173,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lesson", help="one lesson: its first result, and --watch's re-grading")
     parser.add_argument("--edits", type=int, default=7, help="edits timed with --lesson")
     parser.add_argument("--sandbox", action="store_true", help="grade in the sandbox (--lesson)")
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=ROOT,
+        help="with --lesson: the folder whose graders grade (a lesson's release/LESSON/ of "
+        "`instructor release`, which replays recorded answers); --target stays this checkout's",
+    )
     args = parser.parse_args(argv)
     if args.lesson:
         sandbox = ["--sandbox"] if args.sandbox else []
         print(
-            f"python -m graders {args.lesson} --target {args.target} {' '.join(sandbox)}, "
-            f"{args.runs} runs, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+            f"python -m graders {args.lesson} --target {args.target} {' '.join(sandbox)}"
+            f"{'' if args.tree == ROOT else f' (graders of {args.tree})'}, {args.runs} runs, "
+            f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
         )
         with tempfile.TemporaryDirectory() as tmp:
-            one_lesson(args.lesson, args.target, args.runs, Path(tmp), sandbox)
+            target = str((ROOT / args.target).resolve())
+            one_lesson(args.lesson, target, args.runs, Path(tmp), sandbox, args.tree.resolve())
             watched(args.lesson, args.target, args.edits, Path(tmp), sandbox)
         return 0
     suite = "public and hidden" if args.hidden else "public"

@@ -50,6 +50,8 @@ SKIPPED = {
     "on a file outside the repository",
     "python bench/grading_latency.py": "a benchmark: minutes",
     "python bench/grading_latency.py --lesson windows": "a benchmark: a minute or two",
+    "python bench/grading_latency.py --lesson windows --tree RELEASE/windows": "a benchmark, "
+    "on a release folder that `instructor release` made",
     "python bench/autograde_throughput.py": "a benchmark: minutes",
     "python bench/hint_share.py": "a benchmark: grades every planted variant, minutes",
     # An external Dask cluster over TLS: machines and certificates of the reader's own;
