@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from graders.answers import later, live, oracle, recorded
+from graders.answers import later, oracle, recorded
 from graders.checking import (
     AnyOf,
     CheckFailed,
@@ -31,9 +31,6 @@ from graders.checking import (
     seed_for,
 )
 from graders.client import StudentError
-
-if live():  # the oracles make optimizers, which import torch._dynamo on first use: load it now
-    import torch._dynamo  # noqa: F401  (a release replays recorded answers and makes none)
 
 # -- lr_at --------------------------------------------------------------------------------------
 
