@@ -144,7 +144,6 @@ class _Process:
 
     def __init__(self, launched: Launched) -> None:
         self.launched = launched
-        self.workdir = launched.workdir
         self.control = launched.control
         self.popen = launched.popen
         assert self.popen.stderr is not None  # stderr=PIPE

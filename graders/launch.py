@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .sandbox import worker_command
+from .sandbox import SANDBOX_HOME, worker_command
 from .worker import limits
 from .worker.framing import FRAME
 from .worker_user import user_prefix
@@ -176,8 +176,6 @@ class Launched:
 
 def _bound_copy(command: list[str]) -> str | None:
     """The private copy of the target that a sandboxed ``command`` binds read-only."""
-    from .sandbox import SANDBOX_HOME
-
     for at, word in enumerate(command[:-2]):
         if word == "--ro-bind" and command[at + 2].startswith(f"{SANDBOX_HOME}/"):
             return command[at + 1]
