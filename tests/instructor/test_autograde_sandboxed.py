@@ -1,9 +1,10 @@
 """instructor/autograde.py grading a class for real: nbgrader release, sandboxed parallel
 autograde, feedback and export.
 
-The end-to-end test releases one lesson, submits a fake class (correct, untouched, partial and
-hostile submissions, one of them as a zip), autogrades it through the real commands and
-asserts every student's exact score from the gradebook. Every hostile submission is bounded
+The end-to-end test takes the released course (built once per run), submits a fake class to
+one lesson (untouched, partial and hostile submissions, and a correct but noisy one handed in
+as a zip), autogrades it through the real command and asserts every student's exact score
+from the gradebook. Every hostile submission is bounded
 (at most 5 GiB, 200 processes, 40 MiB of output) and is built so that it *earns points only if
 the defence it probes is broken*: a broken sandbox fails the test instead of taking the
 machine down.
@@ -143,8 +144,10 @@ CLASS = {
     "limits": {"lookup": "memhog", "one_hot_lookup": "forkflood", "add_positions": "output"},
     "cheat": {"lookup": "patched", "one_hot_lookup": "eq"},
     "snoop": {"lookup": "reader", "one_hot_lookup": "writer", "add_positions": "network"},
-    "noisy": {"lookup": "noisy", "nearest": "noisy"},
 }
+# Correct functions that warn and write to stderr (at import too): the class's correct
+# submission, handed in as a zip. Noise must not cost a point.
+NOISY = {"lookup": "noisy", "nearest": "noisy"}
 
 
 def hostile_module(reference: str, functions: dict[str, str], constants: str) -> str:
@@ -222,12 +225,12 @@ def _forge_metadata(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def graded_class(tmp_path_factory, listener):
-    """Release LESSON, submit a fake class, autograde it; returns what the tests need."""
+def graded_class(released_course, tmp_path_factory, listener):
+    """A copy of the released course (``python -m instructor release``, built once per run),
+    a fake class submitted to LESSON and autograded; returns what the tests need."""
     course = tmp_path_factory.mktemp("nbgrader") / "course"
+    shutil.copytree(released_course, course)
     marker = course.parent / "hijacked"
-    done = instructor(course, "release", LESSON)
-    assert done.returncode == 0, done.stderr[-3000:]
     release = course / "release" / LESSON
     lesson = manifest().lesson(LESSON)
     full = lesson.max_points(hidden=True)
@@ -241,8 +244,7 @@ def graded_class(tmp_path_factory, listener):
             (dest / "exercises" / "embeddings.py").write_text(module)
         return dest
 
-    expected = {"correct": full, "stub": 0, "partial": full - points["nearest"]}
-    submit("correct", reference)
+    expected = {"stub": 0, "partial": full - points["nearest"]}
     submit("stub", None)
     submit(
         "partial",
@@ -265,8 +267,7 @@ def graded_class(tmp_path_factory, listener):
     )
     for student, functions in CLASS.items():
         submit(student, hostile_module(reference, functions, constants))
-        lost = 0 if student == "noisy" else sum(points[f] for f in functions)
-        expected[student] = full - lost
+        expected[student] = full - sum(points[f] for f in functions)
     # One submission attacks the grading's plumbing, not its checks: its notebook has cells
     # added, edited and deleted, and forged points; files to hijack the kernel's start; and
     # its module is a link to the solution. Each attack alone would earn points if it worked.
@@ -281,9 +282,9 @@ def graded_class(tmp_path_factory, listener):
     # Nothing trusted runs in the sandboxed worker: borrowing finds nothing to call.
     submit("borrower", borrowing_module(lesson.module, lesson.functions, search_files=True))
     expected["borrower"] = 0
-    # One student hands in a zip, collected by nbgrader zip_collect.
+    # The correct student hands in a zip, collected by nbgrader zip_collect.
     staging = course.parent / "zoe"
-    submit("zoe", reference, staging / LESSON)
+    submit("zoe", hostile_module(reference, NOISY, constants), staging / LESSON)
     archive = course / "downloaded" / LESSON / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "zoe.zip", "w") as zf:
@@ -347,8 +348,8 @@ def test_partial_credit_is_per_check(graded_class):
     """A hostile function costs its own checks and nothing else."""
     scores = _gradebook(graded_class["course"])
     lesson = graded_class["lesson"]
-    for student, functions in CLASS.items():
-        lost = set() if student == "noisy" else set(functions)
+    for student, functions in [*CLASS.items(), ("zoe", NOISY)]:
+        lost = set() if student == "zoe" else set(functions)
         for name, (score, most) in scores[student]["cells"].items():
             check = next((c for c in lesson.checks if name.endswith(c.id)), None)
             if check is None:  # a hidden check's cell, cNNN-hidden: judged by the total
@@ -559,8 +560,13 @@ def test_exports_list_every_student_and_check(graded_class):
     grades = (course / "grades.csv").read_text().splitlines()
     rows = [line.split(",") for line in grades[1:]]
     assert {r[3] for r in rows if r[0] == LESSON} == set(graded_class["expected"])
-    by_check = (course / "grades-by-check.csv").read_text().splitlines()[1:]
-    assert len(by_check) == len(graded_class["expected"]) * len(graded_class["lesson"].checks)
+    by_check = [
+        line.split(",") for line in (course / "grades-by-check.csv").read_text().splitlines()[1:]
+    ]
+    ours = [r for r in by_check if r[1] == LESSON]
+    assert len(ours) == len(graded_class["expected"]) * len(graded_class["lesson"].checks)
+    # The course's other lessons are released too: nobody submitted them.
+    assert all("not submitted" in r for r in by_check if r[1] != LESSON)
 
 
 @linux_only
@@ -584,7 +590,7 @@ def test_autograded_notebooks_are_the_released_ones(graded_class):
     course = graded_class["course"]
     source = nbformat.read(course / "source" / LESSON / f"{LESSON}.ipynb", as_version=4)
     want = [(c.cell_type, c.source) for c in source.cells]
-    for student in ("tamper", "correct", "zoe"):
+    for student in ("tamper", "partial", "zoe"):
         path = course / "autograded" / student / LESSON / f"{LESSON}.ipynb"
         nb = nbformat.read(path, as_version=4)
         assert [(c.cell_type, c.source) for c in nb.cells] == want, student
