@@ -4,10 +4,9 @@ autograde, feedback and export.
 The end-to-end test takes the released course (built once per run), submits a fake class to
 one lesson (untouched, partial and hostile submissions, and a correct but noisy one handed in
 as a zip), autogrades it through the real command and asserts every student's exact score
-from the gradebook. Every hostile submission is bounded
-(at most 5 GiB, 200 processes, 40 MiB of output) and is built so that it *earns points only if
-the defence it probes is broken*: a broken sandbox fails the test instead of taking the
-machine down.
+from the gradebook. Every hostile submission is bounded (at most 5 GiB, 200 processes, 40 MiB
+of output) and is built so that it *earns points only if the defence it probes is broken*: a
+broken sandbox fails the test instead of taking the machine down.
 
 The tests of the graded class (``graded_class``, which grades a whole class for real, once)
 stay together in this file, the release's leak checks with them (they share their helpers).
