@@ -171,7 +171,7 @@ class Rule:
     allowlist: bool = False
 
     def as_request(self) -> dict | None:
-        """What the worker needs to watch the operations (graders/worker/watch.py's ``watched``);
+        """What the worker needs to watch the operations (graders/worker/by_hand.py's ``watched``);
         None for a rule that only the reading enforces (no ops)."""
         if not self.ops:
             return None

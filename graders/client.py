@@ -637,7 +637,7 @@ class WorkerClient:
 
     def _prepare(self, *, dynamo: bool) -> None:
         """Before a request that imports torch._dynamo (a second or more: a scenario that makes
-        an optimizer; the by-hand watch does not, graders/worker/watch.py), a lesson process
+        an optimizer; the by-hand watch does not, graders/worker/by_hand.py), a lesson process
         forked after the worker imported it, so that no check's clock pays for it; other
         lessons never import it at all."""
         self.start()

@@ -4,7 +4,7 @@ it runs.
 A rule (``[[lesson.rule]]`` in course/lessons.toml) says that a function must compute a thing
 itself: ``cross_entropy`` may not call a library cross-entropy, log-softmax or log-sum-exp. The
 grade rests on this reading alone (the worker's watch of the torch operations,
-graders/worker/watch.py, runs beside the student's code and only gives honest slips an early
+graders/worker/by_hand.py, runs beside the student's code and only gives honest slips an early
 hint). The reading covers:
 
 * the whole package, every file, module-level code included: code that reaches the grader or

@@ -30,7 +30,7 @@ limits. It holds no solution of any exercise: it ships to students.
     scenarios.py  the toy model and the scenarios                        (checker and worker)
     limits.py     the limits on the student's processes                  (checker and worker)
     proxies.py    the stand-ins for the dependencies the checker answers (worker)
-    watch.py      the by-hand watch, a hint for honest slips             (worker)
+    by_hand.py    the by-hand watch, a hint for honest slips             (worker)
     hardening.py  resource limits, lost privileges, the seccomp filter   (worker)
     serving.py    the forking worker and the lesson process's requests   (worker)
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .by_hand import LESSON_THREADS, _threads, watched
 from .framing import read_frame, read_message, write_frame
 from .hardening import SECCOMP, _die_with_parent, harden, limits_report, refuse_syscalls
 from .limits import CPU_SECONDS, FILE_SIZE, MEMORY, USER_PROCESSES
@@ -31,7 +32,6 @@ from .protocol import (
 )
 from .proxies import DependencyRefused, make_proxies
 from .scenarios import SCENARIOS
-from .watch import LESSON_THREADS, _threads, watched
 
 ALIAS = "submission"  # the student's package is imported under this fixed name
 

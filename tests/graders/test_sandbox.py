@@ -75,7 +75,7 @@ def test_a_kept_worker_serves_the_next_run_as_a_new_one_would(tmp_path):
 def test_the_watch_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_path, monkeypatch):
     """torch imports torch._dynamo (a second or more) the first time an optimizer is made, and
     would at a dispatch mode's first operation, but the by-hand watch opts out of that
-    (graders/worker/watch.py): a watched call runs without it. Before a scenario that makes an
+    (graders/worker/by_hand.py): a watched call runs without it. Before a scenario that makes an
     optimizer, the worker imports it and forks a new lesson process, so no check's clock
     pays for it."""
     import graders.client
