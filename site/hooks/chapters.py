@@ -22,14 +22,14 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # The hooks' shared modules sit beside this file: MkDocs puts this folder on sys.path while it
 # loads a hook, a test that loads one by its path does not.
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.append(str(Path(__file__).resolve().parent))
 
-from course_data import load_lessons, repository_root
+from course_data import load_lessons, nav_pages, repository_root
 from markdown_scan import fenced_lines, read_source, reading_minutes, slugify, strip_fences
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
@@ -212,19 +212,6 @@ def reference_page(lesson: Lesson, source: str) -> str:
 # --------------------------------------------------------------------------- MkDocs events
 
 
-def _nav_paths(nav: Any) -> list[str]:
-    paths: list[str] = []
-    if isinstance(nav, str):
-        paths.append(nav)
-    elif isinstance(nav, list):
-        for item in nav:
-            paths += _nav_paths(item)
-    elif isinstance(nav, dict):
-        for value in nav.values():
-            paths += _nav_paths(value)
-    return paths
-
-
 def on_config(config, **kwargs):
     global STATE
     STATE = State()
@@ -249,7 +236,7 @@ def on_config(config, **kwargs):
 
     # The nav must list the chapters in the manifest's order.
     if config.nav is not None:
-        chapters = [path for path in _nav_paths(config.nav) if path in STATE.by_page]
+        chapters = [path for path in nav_pages(config.nav) if path in STATE.by_page]
         expected = [lesson.page for lesson in STATE.lessons]
         if chapters != expected:
             log.warning(

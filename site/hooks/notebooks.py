@@ -33,7 +33,7 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.append(str(Path(__file__).resolve().parent))
 
-from course_data import load_lessons
+from course_data import load_lessons, nav_pages
 from markdown_scan import fenced_blocks, fenced_lines
 from mkdocs.structure.files import File, Files
 
@@ -213,9 +213,17 @@ def progress_markup(lessons: list[Any], root: str) -> str:
         }
         for lesson in lessons
     ]
+    lesson_pages = {lesson.page for lesson in lessons}
+    others = [  # the primer's and the "More" pages' quizzes: no exercise, but quizzes to count
+        {"page": page, "title": STATE.titles.get(page, page), "quizzes": STATE.quizzes[page]}
+        for page in STATE.nav
+        if page not in lesson_pages and STATE.quizzes.get(page)
+    ]
     data = html.escape(json.dumps(rows), quote=True)
+    pages = html.escape(json.dumps(others), quote=True)
     return (
-        f'<div class="course-progress" data-root="{root}" data-lessons="{data}">\n'
+        f'<div class="course-progress" data-root="{root}" data-lessons="{data}" '
+        f'data-pages="{pages}">\n'
         '<p class="course-progress__static">Your grading results appear here when the course '
         "is served on your machine: run <code>nox -s course</code>, open the address it "
         "prints, and grade with <code>nox -s grade</code> in another terminal; this page "
@@ -231,6 +239,8 @@ class _State:
         self.lessons: list[Any] = []
         self.slug_by_page: dict[str, str] = {}
         self.quizzes: dict[str, int] = {}  # page -> number of quizzes (mkdocs_quiz's <quiz>)
+        self.titles: dict[str, str] = {}  # page -> its H1
+        self.nav: list[str] = []  # the pages in the navigation's order
 
 
 STATE = _State()
@@ -245,6 +255,7 @@ def on_config(config, **kwargs):
 
     os.environ[CHAPTER_ENV] = REFERENCE
     STATE.slug_by_page = {lesson.page: lesson.slug for lesson in STATE.lessons}
+    STATE.nav = nav_pages(config.nav)
     return config
 
 
@@ -256,13 +267,14 @@ def on_files(files: Files, config, **kwargs):
         except (OSError, UnicodeDecodeError):
             continue
         STATE.quizzes[file.src_uri] = len(QUIZ.findall(markdown))
-        cells = parse_cells(markdown)
-        if not cells:
-            continue
         title = next(
             (line[2:].strip() for line in markdown.splitlines() if line.startswith("# ")),
             PurePosixPath(file.src_uri).stem,
         )
+        STATE.titles[file.src_uri] = title
+        cells = parse_cells(markdown)
+        if not cells:
+            continue
         content = json.dumps(notebook(title, file.src_uri, cells), indent=1) + "\n"
         files.append(File.generated(config, notebook_path(file.src_uri), content=content))
     return files

@@ -1010,6 +1010,20 @@ def test_quiz_answer_can_be_retried(browser: Browser) -> None:
     assert "correct" not in (right.get_attribute("class") or ""), "answer shown too early"
     quiz.locator(".quiz-retry .quiz-show-answer").wait_for(state="visible")
     assert right.locator("input").is_enabled(), "the question must stay open"
+    # One way to retry: picking again (the retry line says so), not also quiz.js's button.
+    assert "Pick another answer" in quiz.locator(".quiz-retry").inner_text()
+    assert not quiz.locator(".quiz-reset-button").is_visible(), "'Try Again' competes"
+    # The "#" link to the question stays clear of the question's text.
+    assert page.evaluate(
+        """(quiz) => {
+            const link = quiz.querySelector('.quiz-header-link').getBoundingClientRect();
+            const question = quiz.querySelector('.quiz-question');
+            const box = question.getBoundingClientRect();
+            const padding = parseFloat(getComputedStyle(question).paddingRight);
+            return box.right - padding <= link.left;
+        }""",
+        quiz.element_handle(),
+    ), "the '#' link overlaps the question"
     pick(quiz, right)
     quiz.locator(".quiz-feedback .quiz-feedback-item.correct").wait_for(state="visible")
     assert "correct" in (right.get_attribute("class") or "")
@@ -1069,6 +1083,16 @@ def test_a_revealed_answer_counts_as_revealed_not_correct(browser: Browser) -> N
     row = progress.locator(f"tr[data-lesson='{lesson['slug']}'] .course-progress__quiz")
     row.wait_for(state="attached")
     assert re.fullmatch(r"0 of \d+ right the first time, 1 revealed", row.inner_text().strip())
+    # The primer's and the "More" pages' quizzes are counted too, in the same column.
+    others = [
+        page
+        for page in ["primer.md", *(p for p in reading_pages() if p.startswith("more/"))]
+        if "<quiz>" in (COURSE / page).read_text(encoding="utf-8")
+    ]
+    assert "primer.md" in others
+    for other in others:
+        cell = progress.locator(f"tr[data-page='{other}'] .course-progress__quiz")
+        assert re.fullmatch(r"\d+ to try", cell.inner_text().strip()), other
     progress.close()
     browser.assert_clean()
 
@@ -1106,11 +1130,25 @@ def test_right_after_a_wrong_pick_is_not_right_the_first_time(browser: Browser) 
     quiz.locator(".quiz-retry").wait_for(state="visible")
     pick(quiz, right)
     quiz.locator(".quiz-feedback .quiz-feedback-item.correct").wait_for(state="visible")
-    # quiz.js's own "Correct" counts both; the course's lines tell them apart.
+    # quiz.js's own "Correct" counts both, so it is hidden: the course's lines tell them apart,
+    # and the box under the deck says the same as the sidebar.
     assert counts() == ("1", "1", "2")
+    total = page.locator("article .quiz").count()
+    line = f"1 of {total} right the first time, 1 right after a wrong pick"
+
+    def shown() -> None:
+        panel = page.locator("#quiz-progress-sidebar")
+        assert not panel.locator(".quiz-progress-score").is_visible(), "quiz.js's Correct shows"
+        assert panel.locator(".quiz-progress-first").is_visible()
+        results = page.locator("#quiz-results")
+        assert results.locator(".quiz-results-course").inner_text().strip() == line
+        assert not results.locator(".quiz-results-correct").is_visible()
+
+    shown()
     page.reload()
     page.locator(".quiz-deck__where").first.wait_for(state="visible")
     assert counts() == ("1", "1", "2"), "a reload forgot which answer came second"
+    shown()
     page.close()
 
     progress = browser.open("progress/")
