@@ -42,6 +42,8 @@ OPTION = re.compile(r"(\w+)=\"([^\"]*)\"")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*(?:\{[^}]*\})?[ \t]*#*[ \t]*$")
 PROGRESS_MARKER = re.compile(r"^[ \t]*<!--\s*progress\s*-->[ \t]*$", re.MULTILINE)
 QUIZ = re.compile(r"^<quiz>", re.MULTILINE)
+# A line that starts no plain paragraph: indented, HTML, an admonition, a table, a list item.
+NOT_PROSE = re.compile(r"[ \t<!|>]|[-*+][ \t]|\d+[.)][ \t]")
 NOTEBOOK_DIR = "notebooks"
 TRUE = {"1", "on", "true", "yes"}
 
@@ -178,6 +180,24 @@ def _script(payload: dict[str, Any]) -> str:
     return f'<script type="application/json" id="course-cells">{text}</script>'
 
 
+def introduction_start(lines: list[str], start: int) -> int:
+    """Where the run box goes for a cell opening at line ``start``: before the paragraph that
+    introduces it when that paragraph ends with a colon ("Let us check that:"), so the box
+    never stands between a sentence and its code; else right before the cell."""
+    code = fenced_lines(lines)
+    end = start - 1
+    while end >= 0 and not lines[end].strip():
+        end -= 1
+    if end < 0 or code[end] or not lines[end].rstrip().endswith(":"):
+        return start
+    first = end
+    while first > 0 and lines[first - 1].strip() and not code[first - 1]:
+        first -= 1
+    if HEADING.match(lines[first]) or NOT_PROSE.match(lines[first]):
+        return start  # not a plain paragraph of the page's own (a heading, a list, a box)
+    return first
+
+
 def mark_cells(markdown: str, src_uri: str, lesson: str | None, root: str = "") -> str:
     """Markers around every cell, the run box before the first, the cells' JSON at the end."""
     cells = parse_cells(markdown)
@@ -187,10 +207,14 @@ def mark_cells(markdown: str, src_uri: str, lesson: str | None, root: str = "") 
     for index in reversed(range(len(cells))):
         cell = cells[index]
         lines[cell.end + 1 : cell.end + 1] = ["", '<div class="course-cell-end"></div>', ""]
-        before = ["", f'<div class="course-cell" data-cell="{index}"></div>', ""]
+        lines[cell.start : cell.start] = [
+            "",
+            f'<div class="course-cell" data-cell="{index}"></div>',
+            "",
+        ]
         if index == 0:
-            before = ["", run_box(src_uri), *before]
-        lines[cell.start : cell.start] = before
+            box = introduction_start(lines, cell.start)
+            lines[box:box] = ["", run_box(src_uri), ""]
     payload = {
         "page": src_uri,
         "root": root,  # the site's root, relative to this page

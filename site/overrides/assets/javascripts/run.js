@@ -399,6 +399,7 @@
       const editor = el("textarea", "course-editor");
       editor.value = cell.code;
       editor.spellcheck = false;
+      editor.wrap = "off"; // Python's lines keep their meaning: a long one scrolls, never wraps
       editor.rows = Math.min(30, cell.code.split("\n").length + 1);
       editor.setAttribute("aria-label", `Code of example ${cell.index + 1}`);
       editor.addEventListener("input", () => {
