@@ -171,6 +171,21 @@ def test_chapters_carry_header_and_exercise_box(site: Path) -> None:
         assert "reference solution" not in box_html
 
 
+def test_the_pages_beside_the_chapters_carry_a_header(site: Path) -> None:
+    """The primer and the "More" pages say where they stand and how long they take."""
+    chapters = {lesson["page"] for lesson in LESSONS}
+    beside = [page for page in reading_pages() if page not in chapters]
+    assert "primer.md" in beside and any(page.startswith("more/") for page in beside)
+    for page in beside:
+        header = re.search(r'<p class="chapter-meta">(.*?)</p>', read(site, page), re.S)
+        assert header, f"{page}: no header under its title"
+        text = re.sub(r"<[^>]+>", "", header.group(1))
+        part = (
+            r"Part 0 of \d+, before part 1" if page == "primer.md" else r"More on part \d+ of \d+"
+        )
+        assert re.fullmatch(rf"{part} · about \d+ min read · (reference|optional)", text), text
+
+
 def test_home_page_lists_the_learning_path(site: Path) -> None:
     html = read(site, "index.md")
     positions = []

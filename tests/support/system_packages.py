@@ -1,9 +1,10 @@
 """The system packages some tests need, found in one place.
 
 Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests, ``npm``
-installs axe-core for the accessibility test and ``postgresql`` serves the shared-gradebook test. A test asks with ``require(PACKAGE)``: it gets the
-path it needs, or is skipped with one line naming the package and the command that installs it,
-which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test instead: a CI
+installs axe-core for the accessibility test and ``postgresql`` serves the shared-gradebook
+test. A test asks with ``require(PACKAGE)``: it gets the path it needs, or is skipped with one
+line naming the package and the command that installs it, which pytest's summary (``-ra``)
+shows. Under ``CI`` the absence fails the test instead: a CI
 machine that lost a package must not turn its tests into skips unnoticed.
 
 ``nox -s tests`` runs this file first (``python tests/support/system_packages.py``): as root
