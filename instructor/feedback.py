@@ -1,6 +1,6 @@
 """``feedback``: the students' feedback HTML, from nbgrader's ``generate_feedback`` on every
 autograded submission, hidden tests stripped; each student's folder holds what is theirs (the
-HTML and their lesson module) and nothing of the assignment's."""
+HTML and their lesson module) and the submission's time, nothing of the assignment's."""
 
 from __future__ import annotations
 
@@ -78,13 +78,23 @@ def _check_grades(course: Course, lesson: str, students: list[str]) -> None:
         )
 
 
+# The submission's time, which nbgrader's release_feedback reads to file the feedback under the
+# submission it is for (the exchange's fetch_feedback matches it with the student's own).
+STAMP = "timestamp.txt"
+
+
 def keep_only_theirs(folder: Path, own: str) -> None:
     """Take out of a feedback folder what nbgrader copied from the assignment (the released
-    package, the graders): the student gets the HTML and their own lesson module back."""
+    package, the graders): the student gets the HTML and their own lesson module back, and
+    the submission's time stays beside them for ``nbgrader release_feedback``."""
     for path in sorted(folder.rglob("*"), reverse=True):  # files before their folders
         rel = path.relative_to(folder).as_posix()
         if path.is_dir() and not path.is_symlink():
             if not any(path.iterdir()):
                 path.rmdir()
-        elif not (rel == own or ("/" not in rel and rel.endswith(".html"))):
+        elif not (
+            rel == own
+            or ("/" not in rel and rel.endswith(".html"))
+            or (rel == STAMP and not path.is_symlink())
+        ):
             path.unlink()

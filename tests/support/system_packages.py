@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 
 @functools.cache
@@ -81,10 +82,17 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def require(name: str) -> Path:
-    """The path of system package ``name``; skips the test (fails it under CI) when absent."""
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the calling test with ``reason``; fail it under CI, which must run every test."""
     import pytest
 
+    if under_ci():
+        pytest.fail(f"{reason}, and CI must run every test", pytrace=False)
+    pytest.skip(reason)
+
+
+def require(name: str) -> Path:
+    """The path of system package ``name``; skips the test (fails it under CI) when absent."""
     found = PACKAGES[name]()
     if found is None:
         reason = f"{name} is not installed (`{install_command([name])}`)"
@@ -95,9 +103,7 @@ def require(name: str) -> Path:
         )
     else:
         return found
-    if under_ci():
-        pytest.fail(f"{reason}, and CI must run every test", pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail(reason)
 
 
 def main() -> int:
