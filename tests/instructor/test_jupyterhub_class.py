@@ -398,16 +398,21 @@ def _ann_fetches_her_feedback_in_chromium(hub, ann, stamps, chromium, tmp_path) 
             page.get_by_text("Nbgrader", exact=True).click()
             page.get_by_text("Assignment List", exact=True).click()
             fetched = page.locator("#fetched_assignments_list")
-            fetched.get_by_text(LESSON, exact=True).wait_for()
+            fetched.get_by_text(LESSON, exact=True).first.wait_for()
             submitted = page.locator("#submitted_assignments_list")
             for stamp in stamps:
-                submitted.get_by_text(stamp).wait_for()
+                submitted.get_by_text(stamp).first.wait_for()
+            # Released and not fetched yet: offered beside the graded submission only.
+            available = submitted.get_by_text("feedback available to fetch")
+            available.wait_for()
+            assert available.count() == 1
+            assert stamps[-1] in available.locator("xpath=..").inner_text()
             assert submitted.get_by_text("view feedback").count() == 0
             submitted.get_by_role("button", name="Fetch Feedback").click()
             link = submitted.get_by_text("view feedback")
             link.wait_for()
             assert link.count() == 1
-            row = submitted.locator(".list_item", has=link).inner_text()
+            row = link.locator("xpath=..").inner_text()
             assert stamps[-1] in row and stamps[0] not in row
         finally:
             context.close()

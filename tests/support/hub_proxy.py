@@ -17,6 +17,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
+try:
+    from support.system_packages import under_ci
+except ModuleNotFoundError:  # run as a script (by nox): this folder is first on sys.path
+    from system_packages import under_ci  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = ROOT / ".nox" / "npm"
 # The major version JupyterHub 5 and 6 are tested with; npm picks the newest 5.x.
@@ -54,8 +59,6 @@ def install() -> Path:
 
 def main() -> int:
     """Install the proxy; exits 0 where npm is missing (the test skips), 1 under CI then."""
-    from system_packages import under_ci
-
     try:
         print(f"JupyterHub's proxy: {install()}", flush=True)
     except (FileNotFoundError, RuntimeError) as error:
