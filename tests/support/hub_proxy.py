@@ -36,7 +36,7 @@ def install() -> Path:
     the install failed."""
     if PROXY.exists():
         return PROXY
-    npm = shutil.which("npm")
+    npm = shutil.which("npm")  # system_packages' finder: nox -s tests installs it with apt
     if npm is None:
         raise FileNotFoundError(
             "npm is not installed (`apt-get install -y npm`): JupyterHub's proxy, "

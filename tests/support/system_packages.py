@@ -1,10 +1,11 @@
 """The system packages some tests need, found in one place.
 
-Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests and
-``postgresql`` serves the shared-gradebook test. A test asks with ``require(PACKAGE)``: it gets the
-path it needs, or is skipped with one line naming the package and the command that installs it,
-which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test instead: a CI
-machine that lost a package must not turn its tests into skips unnoticed.
+Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests,
+``postgresql`` serves the shared-gradebook test and ``npm`` installs JupyterHub's proxy for the
+JupyterHub class test (:mod:`support.hub_proxy`). A test asks with ``require(PACKAGE)``: it
+gets the path it needs, or is skipped with one line naming the package and the command that
+installs it, which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test
+instead: a CI machine that lost a package must not turn its tests into skips unnoticed.
 
 ``nox -s tests`` runs this file first (``python tests/support/system_packages.py``): as root
 with apt-get it installs what is missing, otherwise it prints the one command to run.
@@ -56,11 +57,18 @@ def _postgresql() -> Path | None:
     return versions[-1].parent if versions else None
 
 
+def _npm() -> Path | None:
+    # Debian's npm, or the one Node.js's own packages bring: it installs JupyterHub's proxy.
+    found = shutil.which("npm")
+    return Path(found) if found else None
+
+
 # Debian package -> what finds it (None: absent).
 PACKAGES: dict[str, Callable[[], Path | None]] = {
     "bubblewrap": _bubblewrap,
     "chromium": _chromium,
     "postgresql": _postgresql,
+    "npm": _npm,
 }
 
 
