@@ -34,6 +34,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -323,8 +324,8 @@ def test_a_two_student_class_runs_through_the_exchange_on_jupyterhub(
     assert len(ann_stamps) == 2
 
     # The lesson is due now: Bob's submission, after this, is late.
-    due = subprocess.run(["date", "-u", "+%Y-%m-%d %H:%M:%S.%N UTC"], capture_output=True)
-    _nbgrader(course_folder, "db", "assignment", "add", LESSON, "--duedate", due.stdout.decode())
+    due = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    _nbgrader(course_folder, "db", "assignment", "add", LESSON, "--duedate", due)
     hub.nbgrader(bob, "fetch", **course_id)
     hub.save(bob, module, reference)
     (bob_stamp,) = [s["timestamp"] for s in _submissions(hub.nbgrader(bob, "submit", **course_id))]
