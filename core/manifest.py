@@ -207,9 +207,20 @@ class Lesson:
         """The functions of this lesson that ``function`` calls."""
         return tuple(name for name in self.dependencies(function) if "." not in name)
 
-    def earlier_dependencies(self, function: str) -> tuple[str, ...]:
-        """The earlier lessons' functions that ``function`` calls, as ``module.function``."""
-        return tuple(name for name in self.dependencies(function) if "." in name)
+    def earlier_dependencies(self, function: str, through: bool = False) -> tuple[str, ...]:
+        """The earlier lessons' functions that ``function`` calls, as ``module.function``;
+        ``through``: also those that it calls through this lesson's functions it calls
+        (``transformer_block`` through ``self_attention``: lesson 4's ``attention``)."""
+        found: dict[str, None] = {}
+        seen, todo = {function}, [function]
+        while todo:
+            for name in self.dependencies(todo.pop(0)):
+                if "." in name:
+                    found[name] = None
+                elif through and name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return tuple(found)
 
     def rule(self, function: str) -> Rule | None:
         return next((rule for rule in self.rules if rule.function == function), None)
@@ -268,12 +279,20 @@ class Manifest:
         return [check for lesson in self.lessons for check in lesson.checks]
 
     def dependencies(self, qualified: str) -> tuple[str, ...]:
-        """``builds_on`` of ``module.function``: the names of its module it calls (() if none)."""
-        module, _, function = qualified.partition(".")
-        for lesson in self.lessons:
-            if lesson.module == module:
-                return lesson.dependencies(function)
-        return ()
+        """``builds_on`` of ``module.function``: the names it calls (() if none)."""
+        lesson = self._of_module(qualified)
+        return () if lesson is None else lesson.dependencies(qualified.partition(".")[2])
+
+    def earlier_dependencies(self, qualified: str) -> tuple[str, ...]:
+        """The earlier lessons' functions that ``module.function`` calls, itself or through
+        its own lesson's functions, as ``module.function`` (() if none)."""
+        lesson = self._of_module(qualified)
+        function = qualified.partition(".")[2]
+        return () if lesson is None else lesson.earlier_dependencies(function, through=True)
+
+    def _of_module(self, qualified: str) -> Lesson | None:
+        module = qualified.partition(".")[0]
+        return next((lesson for lesson in self.lessons if lesson.module == module), None)
 
     def check(self, check_id: str) -> Check:
         for check in self.checks:

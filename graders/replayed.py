@@ -54,9 +54,10 @@ class Replayed:
         self.allowed: frozenset[str] = frozenset()
 
     def names(self, function: str) -> list[str]:
-        """The earlier lessons' functions that ``module.function`` calls: the release runs its
-        own lesson's with the submission's code (graders/report.py, ``uses``)."""
-        return [name for name in self.manifest.dependencies(function) if "." in name]
+        """The earlier lessons' functions that ``module.function`` calls, itself or through
+        its own lesson's functions: the release runs its own lesson's with the submission's
+        code (graders/report.py, ``uses``)."""
+        return list(self.manifest.earlier_dependencies(function))
 
     def allow(self, function: str | None) -> None:
         self.allowed = frozenset(self.names(function)) if function else frozenset()

@@ -83,13 +83,12 @@ class Answers:
         """The dependencies of ``module.function`` that this checker answers for (its
         ``builds_on`` in the manifest: this lesson's by name, an earlier one's as
         ``module.function``). While the release's answers are recorded, only the earlier
-        lessons': the reference then calls its own lesson's functions, as a released grading
-        does, so the questions recorded are those a released grading asks
-        (graders/answers.py, ``Replayed``)."""
-        names = self.manifest.dependencies(function)
+        lessons', those it calls through its own lesson's functions too: the reference then
+        calls its own lesson's functions, as a released grading does, so the questions
+        recorded are those a released grading asks (graders/replayed.py)."""
         if answers.is_recording():
-            return [name for name in names if "." in name]
-        return list(names)
+            return list(self.manifest.earlier_dependencies(function))
+        return list(self.manifest.dependencies(function))
 
     def allow(self, function: str | None) -> None:
         """From now on answer for ``function``'s dependencies only (None: for nothing). The

@@ -107,7 +107,7 @@ class Worker:
             # attention as attend`` too); without it there, under its own name.
             other = self.import_module(lesson)
             own = getattr(other, called, missing)
-            self.proxies.own[name] = None if own is missing else own
+            self.proxies.own[name] = own if callable(own) else None
             plug(other, called, proxy)
             held = [key for key, value in vars(module).items() if value is own]
             for key in held if own is not missing and held else [called]:
