@@ -279,6 +279,18 @@ def _copy_python(source: Path, dest: Path) -> None:
         shutil.copyfile(path, target)
 
 
+def _copy_course_pages(dest: Path) -> None:
+    """The course's pages that the 'course' corpus reads (gpt/corpus.py): the chapters' code
+    trains and tokenizes on them in a release folder as in the repository. They are the
+    site's own pages, public already."""
+    from gpt.corpus import COURSE_DIR, course_pages
+
+    for page in course_pages(COURSE_DIR):
+        target = dest / page.relative_to(COURSE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(page, target)
+
+
 # What ships is a rule about folders, never a list of files: graders/ ships whole but for
 # these two folders (the secret half of the checker and the hidden graders); instructor/ and
 # solutions/ never ship. A new module is secret by being put in graders/secret/.
@@ -405,6 +417,7 @@ def build_source(
         )
         (folder / "course").mkdir()
         (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
+        _copy_course_pages(folder / "course")
         (folder / "requirements.txt").write_text(requirements(), encoding="utf-8")
         nbformat.write(lesson_notebook(lesson, base), folder / f"{lesson.slug}.ipynb")
         built.append(lesson.slug)
