@@ -188,3 +188,9 @@ def test_the_released_block_lesson_is_graded_on_its_own_code(released_course, tm
     assert points == [c.points for c in lesson.checks if not c.hidden], done.stdout[-3000:]
     box = nbformat.read(folder / "block.ipynb", as_version=4).cells[0].source
     assert "lesson 4's `attention`" in box and "lesson 2's `lookup`" in box
+    # the chapters' code reads the course's pages: they travel with the release
+    corpus = "from gpt.corpus import load_corpus; print(len(load_corpus('course')))"
+    done = subprocess.run(
+        [sys.executable, "-c", corpus], cwd=folder, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and int(done.stdout) > 10_000, done.stderr[-2000:]
