@@ -622,12 +622,16 @@ class WorkerClient:
         return answer
 
     def _reply(self, question: dict, deadline: float) -> dict:
-        from .secret.dependencies import Refused
+        from .replayed import Raised, Refused, Unrecorded
 
         if self._answers is None:
             return {"ok": False, "error": "this grader answers no questions"}
         try:
             value = self._answers.answer(question["ask"], question.get("question"), deadline)
+        except Raised as raised:  # the worker raises it in the caller, as its own would
+            return {"ok": False, "error": str(raised), "raised": raised.kind}
+        except Unrecorded as unrecorded:  # the release: the submission's own function answers
+            return {"ok": False, "error": str(unrecorded), "own": True}
         except Refused as refusal:
             return {"ok": False, "error": str(refusal)}
         return {"ok": True, "value": value}
@@ -767,12 +771,17 @@ def checker_memory(budget: int = CHECKER_MEMORY) -> Iterator[None]:
 
 
 def _dependency_answers() -> Any:
-    """graders/secret/dependencies.py's answerer, or None where it is absent (the student release,
-    whose worker then runs a function with the submission's own dependencies)."""
+    """graders/secret/dependencies.py's answerer; where it is absent (the student release), the
+    recorded answers for earlier lessons' functions (graders/replayed.py), and the worker runs
+    a function with the submission's own versions of its own lesson's."""
     from .secret_half import installed_secret
 
     module = installed_secret("dependencies")
-    return None if module is None else module.Answers()
+    if module is None:
+        from .replayed import Replayed
+
+        return Replayed()
+    return module.Answers()
 
 
 def unpack(packed: Any, what: str) -> Any:

@@ -291,9 +291,10 @@ def _released_site(root: Path) -> str | None:
 def uses(module: str, function: str) -> tuple[str, ...]:
     """The functions of the same lesson that ``function`` runs with the submission's own code
     (its ``builds_on`` in the manifest): where the checker answers them itself (the secret
-    half, the instructor's graders) a mistake in one costs nothing else, so none."""
+    half, the instructor's graders) a mistake in one costs nothing else, so none. An earlier
+    lesson's function is answered in the release too (graders/replayed.py), so never one."""
     from .secret_half import installed_secret
 
     if installed_secret("dependencies") is not None:
         return ()
-    return load_manifest().dependencies(f"{module}.{function}")
+    return load_manifest().lesson(module).own_dependencies(function)

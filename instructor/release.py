@@ -138,15 +138,44 @@ def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
     return cell
 
 
-def dependencies(lesson: Lesson) -> str:
-    """Which of the lesson's functions call which others of its module, in words ("" if none)."""
+def dependencies(lesson: Lesson, manifest: Manifest | None = None) -> str:
+    """Which of the lesson's functions call which others, of its module and of earlier
+    lessons (with the lesson's number), in words ("" if none)."""
+    manifest = manifest or load_manifest()
     parts = []
     for function in lesson.functions:
-        names = lesson.dependencies(function)
+        names = [f"`{name}`" for name in lesson.own_dependencies(function)]
+        for name in lesson.earlier_dependencies(function):
+            module, _, called = name.partition(".")
+            names.append(f"lesson {manifest.lesson(module).number}'s `{called}`")
         if names:
-            listed = " and ".join(f"`{name}`" for name in names)
+            listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
             parts.append(f"`{function}` uses {listed}")
     return "; ".join(parts)
+
+
+def _builds_on_box(lesson: Lesson) -> str:
+    """The notebook's "functions that build on others" paragraph ("" if none builds on any)."""
+    builds_on = dependencies(lesson)
+    if not builds_on:
+        return ""
+    text = f"\n\n**Functions that build on others.** {builds_on}."
+    if any(lesson.own_dependencies(function) for function in lesson.functions):
+        text += (
+            " Here, a function runs with your own versions of this lesson's functions it uses,"
+            " so a mistake (or a stub) there shows in both; when your instructor grades,"
+            " reference versions are plugged in, so that every check grades its own function"
+            " only."
+        )
+    if any(lesson.earlier_dependencies(function) for function in lesson.functions):
+        text += (
+            " An earlier lesson's function is the course's reference, here and when your"
+            f" instructor grades: `{PACKAGE}/` in this folder holds the earlier lessons' modules"
+            " as stubs, and you need not copy yours in. (Where a mistake changes what your"
+            " function hands it, this notebook has no recorded answer and runs the folder's"
+            " own copy instead.)"
+        )
+    return text
 
 
 def lesson_notebook(lesson: Lesson, base: str = "") -> Any:
@@ -178,13 +207,7 @@ instructor runs after you submit. Submit the whole folder; only
 
 **What it needs to run.** Python 3.11 or later with the packages in `requirements.txt`, beside
 this notebook: `pip install -r requirements.txt` in a fresh virtual environment."""
-    builds_on = dependencies(lesson)
-    if builds_on:
-        intro += f"""
-
-**Functions that build on others.** {builds_on}. Here, their checks run with your own versions
-of those functions, so a mistake (or a stub) there shows in both; when your instructor grades,
-reference versions are plugged in, so that every check grades its own function only."""
+    intro += _builds_on_box(lesson)
     cells = []
     index = iter(range(1000))
 
@@ -254,6 +277,18 @@ def _copy_python(source: Path, dest: Path) -> None:
         target = dest / path.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
+
+
+def _copy_course_pages(dest: Path) -> None:
+    """The course's pages that the 'course' corpus reads (gpt/corpus.py): the chapters' code
+    trains and tokenizes on them in a release folder as in the repository. They are the
+    site's own pages, public already."""
+    from gpt.corpus import COURSE_DIR, course_pages
+
+    for page in course_pages(COURSE_DIR):
+        target = dest / page.relative_to(COURSE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(page, target)
 
 
 # What ships is a rule about folders, never a list of files: graders/ ships whole but for
@@ -382,6 +417,7 @@ def build_source(
         )
         (folder / "course").mkdir()
         (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
+        _copy_course_pages(folder / "course")
         (folder / "requirements.txt").write_text(requirements(), encoding="utf-8")
         nbformat.write(lesson_notebook(lesson, base), folder / f"{lesson.slug}.ipynb")
         built.append(lesson.slug)

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .absent import make_absent
 from .by_hand import LESSON_THREADS, _threads, watched
 from .framing import read_frame, read_message, write_frame
 from .hardening import SECCOMP, _die_with_parent, harden, limits_report, refuse_syscalls
@@ -30,7 +31,7 @@ from .protocol import (
     encode,
     pack,
 )
-from .proxies import DependencyRefused, make_proxies
+from .proxies import RAISED, DependencyRefused, UseOwn, make_proxies
 from .scenarios import SCENARIOS
 
 ALIAS = "submission"  # the student's package is imported under this fixed name
@@ -57,7 +58,11 @@ class Worker:
             raise SystemExit(3)
         reply = decode(frame)
         if not reply.get("ok"):
-            raise DependencyRefused(str(reply.get("error", "refused")))
+            error = str(reply.get("error", "refused"))
+            kind = RAISED.get(str(reply.get("raised")))
+            if kind is not None:  # the trusted code raised it, as the caller's own would
+                raise kind(error)
+            raise (UseOwn if reply.get("own") else DependencyRefused)(error)
         return reply["value"]
 
     def import_module(self, module: str) -> types.ModuleType:
@@ -81,22 +86,42 @@ class Worker:
         """Put the proxies of ``function``'s dependencies (those the checker will answer) into
         its module while it runs; the module's own objects return afterwards. ``fresh``: a new
         request (the ranks tables sent so far are forgotten, as the checker forgets them)."""
-        names = [n for n in names if isinstance(n, str) and n.isidentifier()]
+        names = [n for n in names if isinstance(n, str) and _proxied_name(n)]
         if fresh:
             self.proxies.tables.clear()
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
-        saved = {name: getattr(module, name, missing) for name in names}
+        saved: list[tuple[Any, str, Any]] = []  # (module, name, its own object) to put back
+
+        def plug(where: Any, attribute: str, proxy: Any) -> None:
+            saved.append((where, attribute, getattr(where, attribute, missing)))
+            setattr(where, attribute, proxy)
+
         for name in names:
-            setattr(module, name, self.proxies[name])
+            proxy = self.proxies[name]
+            lesson, dot, called = name.rpartition(".")
+            if not dot:  # a function of the graded module's own lesson
+                plug(module, name, proxy)
+                continue
+            # An earlier lesson's function (``attention.attention``): in its own module, and
+            # under every name the graded module holds it by (``from .attention import
+            # attention as attend`` too); without it there, under its own name.
+            other = self.import_module(lesson)
+            own = getattr(other, called, missing)
+            self.proxies.own[name] = own if callable(own) else None
+            plug(other, called, proxy)
+            held = [key for key, value in vars(module).items() if value is own]
+            for key in held if own is not missing and held else [called]:
+                plug(module, key, proxy)
         try:
             yield
         finally:
-            for name, value in saved.items():
+            for where, attribute, value in reversed(saved):
                 if value is missing:
-                    delattr(module, name)
+                    delattr(where, attribute)
                 else:
-                    setattr(module, name, value)
+                    setattr(where, attribute, value)
+            self.proxies.own.clear()
 
     def watched_call(
         self, fn: Callable, request: dict, proxied: Any, args: Iterable, kwargs: dict
@@ -152,6 +177,13 @@ class Worker:
             "message": _safe_str(error),
             "where": where,
         }
+
+
+def _proxied_name(name: str) -> bool:
+    """A function of the graded lesson (``split_heads``) or of an earlier one
+    (``attention.attention``)."""
+    lesson, _, function = name.rpartition(".")
+    return function.isidentifier() and (not lesson or lesson.isidentifier())
 
 
 def revive(obj: Any, shared: list[Tensor] | None = None) -> Any:
@@ -362,6 +394,7 @@ def serve(fd: int, target: str) -> None:
     torch.ones(1, requires_grad=True).sum().backward()
     LESSON_THREADS[0] = _threads()
     SECCOMP[0] = refuse_syscalls()
+    make_absent()  # the tokenizer libraries: the tokens lesson's exercises are their twins
     worker = Worker(target, fd, fd)
     import socket
 

@@ -101,6 +101,18 @@ def first_check(data: dict) -> dict:
             lambda d: d["lesson"][0].update(no_rule={"encode": "why"}),
             "encode has a rule and a no_rule reason",
         ),
+        (  # an earlier lesson's function that is not one of its functions
+            lambda d: d["lesson"][4]["builds_on"].update(mlp=["attention.nope"]),
+            "builds_on.mlp names 'attention.nope', which is no function of an earlier lesson",
+        ),
+        (  # a later lesson's function: a lesson is graded before the ones that follow it
+            lambda d: d["lesson"][4]["builds_on"].update(mlp=["objective.cross_entropy"]),
+            "builds_on.mlp names 'objective.cross_entropy', which is no function of an earlier",
+        ),
+        (
+            lambda d: d["lesson"][4]["builds_on"].update(mlp=["gelu", "gelu"]),
+            "builds_on.mlp entry 'gelu' appears more than once",
+        ),
     ],
 )
 def test_invalid_manifests_are_rejected_with_a_clear_error(change, message):
@@ -167,3 +179,28 @@ def test_error_path_checks_are_marked():
         "gpt-logits-too-long",
         "lr-validates",
     }
+
+
+def test_a_function_builds_on_earlier_lessons_directly_and_through_its_own_lessons():
+    """The block lesson's self_attention calls lesson 4's attention itself; transformer_block
+    reaches it only through self_attention, gpt_logits through transformer_block too."""
+    manifest = load_manifest()
+    block = manifest.lesson("block")
+    assert block.own_dependencies("self_attention") == ("split_heads", "merge_heads")
+    assert block.earlier_dependencies("self_attention") == (
+        "attention.attention",
+        "attention.causal_mask",
+    )
+    assert block.earlier_dependencies("transformer_block") == ()
+    assert manifest.earlier_dependencies("block.transformer_block") == (
+        "attention.attention",
+        "attention.causal_mask",
+    )
+    assert set(manifest.earlier_dependencies("block.gpt_logits")) == {
+        "embeddings.lookup",
+        "embeddings.add_positions",
+        "attention.causal_mask",
+        "attention.attention",
+    }
+    assert manifest.earlier_dependencies("block.gelu") == ()
+    assert manifest.earlier_dependencies("nope.gelu") == ()

@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 
+import pytest
 from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
@@ -148,3 +149,48 @@ def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
     data = json.loads(unescape(markup.split('data-lessons="')[1].split('"')[0]))
     assert [row["slug"] for row in data][3:6] == ["attention", "block", "objective"]
     assert data[4]["functions"] == list(block.functions)
+
+
+@pytest.mark.parametrize("kind", ["reference", "honest"])
+def test_the_released_block_lesson_is_graded_on_its_own_code(released_course, tmp_path, kind):
+    """A release folder of lesson 5 holds lessons 2 and 4 as stubs; the reference block.py (or
+    an honest one that names them otherwise) gets every public point there from the command
+    the release names and from the notebook's check() cells: lesson 4's attention and lesson
+    2's lookup are answered from what the release recorded, and the notebook says so."""
+    import os
+    import subprocess
+
+    import nbformat
+    from support import block_alone
+
+    folder = tmp_path / "block"
+    shutil.copytree(released_course / "release" / "block", folder)
+    (folder / "exercises" / "block.py").write_text(getattr(block_alone, kind)())
+    assert "NotImplementedError" in (folder / "exercises" / "attention.py").read_text()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COURSE_INPUT_SEED")}
+    lesson = manifest().lesson("block")
+    public = [c.id for c in lesson.checks if not c.hidden]
+    script = (
+        "import json\nfrom graders.notebook import check\n"
+        f"print(json.dumps([check('block', c) for c in {public!r}]))\n"
+    )
+    for command in (
+        [sys.executable, "-m", "graders", "block", "--json", "report.json"],
+        [sys.executable, "-c", script],
+    ):
+        done = subprocess.run(
+            command, cwd=folder, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((folder / "report.json").read_text())
+    assert report["points"] == report["max_points"] == lesson.max_points(hidden=False)
+    points = json.loads(done.stdout.strip().splitlines()[-1])
+    assert points == [c.points for c in lesson.checks if not c.hidden], done.stdout[-3000:]
+    box = nbformat.read(folder / "block.ipynb", as_version=4).cells[0].source
+    assert "lesson 4's `attention`" in box and "lesson 2's `lookup`" in box
+    # the chapters' code reads the course's pages: they travel with the release
+    corpus = "from gpt.corpus import load_corpus; print(len(load_corpus('course')))"
+    done = subprocess.run(
+        [sys.executable, "-c", corpus], cwd=folder, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and int(done.stdout) > 10_000, done.stderr[-2000:]
