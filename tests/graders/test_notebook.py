@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.release_site import RELEASED_SITE
 
 from graders.notebook import render
 from graders.report import told_with
@@ -118,13 +119,14 @@ def test_in_a_released_folder_a_downstream_cell_names_the_mistake_upstream(
     assert broken != source, "the reference's shift changed: plant the mistake anew"
     module.write_text(broken)
     env = {k: v for k, v in os.environ.items() if k != "COURSE_SITE_URL"}
+    env["PYTHONPATH"] = str(folder)
     checks = ["shift-pairs", "token-windows-items"]
     done = subprocess.run(
         [sys.executable, "-c", CELLS, *checks],
         cwd=folder,
         capture_output=True,
         text=True,
-        env=env | {"PYTHONPATH": str(folder)},
+        env=env,
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -132,4 +134,17 @@ def test_in_a_released_folder_a_downstream_cell_names_the_mistake_upstream(
     assert json.loads(values) == {c: 0 for c in checks}
     said = "\n".join(cells)
     assert "shift-pairs failed first: one mistake: TokenWindows uses shift" in said, said
-    assert "fix shift first" in said and "https://course.example.org/gpt/chapters/" in said
+    assert "fix shift first" in said and f"read: {RELEASED_SITE}chapters/03-windows/#" in said
+    # the command the release names says the same, and links the site, not course/ pages
+    cli = subprocess.run(
+        [sys.executable, "-m", "graders", "windows", "--json", str(tmp_path / "r.json")],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=env | {"COLUMNS": "300"},  # one line per note: the test reads whole phrases
+        timeout=900,
+    )
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert "one mistake: TokenWindows uses shift, so token-windows-items" in cli.stdout
+    assert f"see {RELEASED_SITE}chapters/03-windows/#" in cli.stdout
+    assert "course/chapters" not in cli.stdout

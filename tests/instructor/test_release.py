@@ -4,9 +4,12 @@ the site URL and requirements, and the block lesson through every instructor com
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
+import zipfile
 
 import pytest
 from support.extras import require_extra
@@ -182,3 +185,29 @@ def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
     data = json.loads(unescape(markup.split('data-lessons="')[1].split('"')[0]))
     assert [row["slug"] for row in data][3:6] == ["attention", "block", "objective"]
     assert data[4]["functions"] == list(block.functions)
+
+
+@pytest.mark.slow
+def test_a_lesson_released_later_keeps_the_courses_site(released_course, tmp_path):
+    """Releasing one more lesson without --site-url links where the earlier ones do (the
+    Gradescope zip too), even with another COURSE_SITE_URL in the environment."""
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_SITE_URL"}
+    env["COURSE_SITE_URL"] = "https://somewhere-else.example.org/"
+    run = [sys.executable, "-m", "instructor", "--course", str(course)]
+    done = subprocess.run(
+        [*run, "release", "windows"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"site: {RELEASED_SITE} (kept" in done.stdout
+    for folder in ("release", "source"):
+        info = json.loads((course / folder / "windows" / "release.json").read_text())
+        assert info["site_url"] == RELEASED_SITE
+    assert json.loads((course / "release.json").read_text())["site_url"] == RELEASED_SITE
+    zipped = subprocess.run(
+        [*run, "gradescope", "windows"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert zipped.returncode == 0, zipped.stderr[-3000:]
+    with zipfile.ZipFile(course / "gradescope" / "windows.zip") as archive:
+        assert json.loads(archive.read("gradescope.json"))["site_url"] == RELEASED_SITE
