@@ -9,12 +9,17 @@ One assignment per lesson that has checks, ``source/SLUG/``:
     graders/                the grading harness and this lesson's public graders, with
                             public/answers_SLUG.pt: the answers their checks expect
     course/lessons.toml     the manifest without its hidden checks
-    requirements.txt        what the notebook and the package need (``pip install -r``)
+    requirements.txt        what the notebook and the package need, from pyproject.toml (its
+                            first lines name the two install commands: ``pip install -r``,
+                            then GPT-2's ranks package with ``--no-deps``)
+    release.json            the course site's address: tells the graders they run in a
+                            release (graders/where.py: its command, links and install line)
 
-Links in the notebook and in the checks' output point to the course site: ``--site-url``, else
-``$COURSE_SITE_URL``, else mkdocs.yml's ``site_url`` (``nox -s serve``'s local address, which
-works only for a student who serves the site). The release keeps the address in
-``release.json`` of the course folder, so autograde and feedback link to the same site.
+Links in the notebook, the checks' output and the stubs' errors point to the course site:
+``--site-url``, else the address the course folder recorded at its first release
+(``release.json``: kept, so a lesson released later links where the others do, and autograde,
+feedback, Gradescope and the class report link there too), else ``$COURSE_SITE_URL``; with
+none, the release stops with one line (never mkdocs serve's local address by default).
 
 A public check's cell is ``check("SLUG", "CHECK-ID")``; a hidden check's cell holds that call
 inside ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``, which nbgrader strips from the

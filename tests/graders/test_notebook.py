@@ -148,3 +148,63 @@ def test_in_a_released_folder_a_downstream_cell_names_the_mistake_upstream(
     assert "one mistake: TokenWindows uses shift, so token-windows-items" in cli.stdout
     assert f"see {RELEASED_SITE}chapters/03-windows/#" in cli.stdout
     assert "course/chapters" not in cli.stdout
+
+
+FAKE_GRADERS = """
+import json, sys, time
+path = sys.argv[sys.argv.index("--json") + 1]
+if "{mode}" == "missing":
+    print("error: this Python has no package 'hypothesis': pip install -r requirements.txt",
+          file=sys.stderr)
+    sys.exit(2)
+rows = [dict(id=i, function="f", points=0, max_points=1, passed=False, hint="h", link="x.md#y",
+             url="x/#y", detail="not graded", hidden=False, explained_by=None) for i in "ab"]
+rows[0].update(points=1, passed=True, hint=None, detail=None)
+report = dict(complete=False, lessons=[dict(slug="l", checks=rows)])
+with open(path + ".tmp", "w") as f:
+    json.dump(report, f)
+import os; os.replace(path + ".tmp", path)
+time.sleep(600)  # the rest of the lesson, still grading
+"""
+
+
+def _fake_folder(tmp_path, mode):
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "graders").mkdir()
+    (tmp_path / "graders" / "__init__.py").write_text("")
+    (tmp_path / "graders" / "__main__.py").write_text(FAKE_GRADERS.replace("{mode}", mode))
+    return tmp_path
+
+
+def test_a_cell_shows_its_check_while_the_rest_of_the_lesson_still_grades(
+    tmp_path, monkeypatch, capsys
+):
+    from graders import notebook
+
+    monkeypatch.chdir(_fake_folder(tmp_path, "streaming"))
+    assert notebook.check("l", "a") == 1
+    assert "✓ a: 1 of 1 points" in capsys.readouterr().out
+    (run,) = notebook._runs.values()
+    try:
+        assert run.process.poll() is None  # the first cell did not wait for the whole run
+    finally:
+        run.stop()
+        notebook._runs.clear()
+
+
+def test_a_package_the_environment_lacks_is_the_graders_one_line_in_the_cell(
+    tmp_path, monkeypatch, capsys
+):
+    from graders import notebook
+
+    monkeypatch.chdir(_fake_folder(tmp_path, "missing"))
+    try:
+        assert notebook.check("l", "a") == 0
+    finally:
+        for run in notebook._runs.values():
+            run.stop()
+        notebook._runs.clear()
+    said = capsys.readouterr().out
+    assert said == (
+        "✗ a: 0 points: this Python has no package 'hypothesis': pip install -r requirements.txt\n"
+    )
