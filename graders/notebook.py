@@ -227,7 +227,7 @@ class _Grading:
                     rows = entry.get("checks", [])
                     ids = [row.get("id") for row in rows]
                     if check_id not in ids:
-                        break
+                        return None  # every check of the lesson is listed from the start
                     before = rows[: ids.index(check_id) + 1]
                     if (
                         ended

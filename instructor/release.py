@@ -242,8 +242,10 @@ computes, with shapes and a small example.
 save it, and run the cells below. The setup cell loads `check()`; every other cell runs one
 check of the course's graders on your module, in a separate process, and shows its points, and
 for a failed check a hint naming the likely mistake and the section of the lesson that explains
-it. The first check takes a few seconds (it starts the graders); the others reuse its result
-until you change your code.
+it. The first check shows as soon as the graders have run it (a few seconds: they start
+first); they go on in the background for the cells after it, and saving your module starts a
+new run. When one mistake makes several checks fail, the first of them gives its hint and the
+others say which to fix first, as `python -m graders` does.
 
 This lesson has {len(public)} public check(s) worth {sum(c.points for c in public)} points
 here, and {len(hidden)} hidden check(s) worth {sum(c.points for c in hidden)} more that your

@@ -126,11 +126,14 @@ def test_the_notebook_grades_the_reference_to_full_marks(student):
     earned = most = 0.0
     for cell in notebook.cells:
         points = cell.metadata.get("nbgrader", {}).get("points")
-        if points is None or "BEGIN HIDDEN" in cell.source:
-            continue
+        if points is None or "check(" not in cell.source:
+            continue  # instructions, setup, and hidden checks (the release strips their call)
+        said = "".join(o.get("text", "") for o in cell.outputs)
         results = [o for o in cell.outputs if o.output_type == "execute_result"]
+        assert results, (cell.source, said)
         earned += float(results[0].data["text/plain"])
         most += points
+        assert said.startswith("✓"), said
     assert most > 0 and earned == most
     assert (folder / f"{LESSON}-submission.zip").is_file()  # the last cell wrote it
 
