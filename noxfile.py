@@ -244,7 +244,7 @@ def tests(session: nox.Session) -> None:
 
     Test files run in parallel, one file per process at a time (so a file's module fixtures
     are built once): `-- -n 0` runs them one after another."""
-    # bubblewrap, chromium, postgresql: installed here as root with apt-get, else named once
+    # bubblewrap, chromium, npm, postgresql: installed here as root with apt-get, else named once
     # (the tests that need them skip, each with that line; under CI they fail).
     session.run(sys.executable, str(ROOT / "tests" / "support" / "system_packages.py"))
     run(session, "dev", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)

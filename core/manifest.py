@@ -26,7 +26,7 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     [lesson.check.mistake_sections]    # optional: a mistake whose rule another section teaches
     off-by-one = "from-ids-to-vectors"
 
-``evidence`` is one of EVIDENCE (COURSE.md, "What a grade rests on"): ``observed`` (values the
+``evidence`` is one of EVIDENCE (docs/instructors.md, "What a grade rests on"): ``observed`` (values the
 checker receives as plain data, and what it sees itself), ``read`` (the checker's reading of
 the source; every check of a function with a rule rests on it too) or ``claimed`` (what only
 the student's process reports about itself: a module's mode during a call, whether autograd
@@ -100,7 +100,7 @@ _OPTIONAL_CHECK_KEYS = {
     "evidence": str,
     "error_path": bool,
 }
-# What a check's grade rests on (COURSE.md, "What a grade rests on"): values the checker
+# What a check's grade rests on (docs/instructors.md, "What a grade rests on"): values the checker
 # receives and what it sees itself, its own reading of the source, or what only the student's
 # process reports about itself, a claim, worth at most CLAIM_POINTS.
 EVIDENCE = ("observed", "read", "claimed")

@@ -163,7 +163,7 @@ def test_the_report_names_one_command_and_fails_only_under_ci(
     assert system_packages.main() == 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1
-    assert "sudo apt-get install -y bubblewrap chromium postgresql" in lines[0]
+    assert "sudo apt-get install -y bubblewrap chromium npm postgresql" in lines[0]
     monkeypatch.setenv("CI", "true")
     assert system_packages.main() == 1
 

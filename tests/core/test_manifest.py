@@ -13,7 +13,7 @@ from core.manifest import ManifestError, load_manifest, parse_manifest, site_url
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = tomllib.loads((ROOT / "course" / "lessons.toml").read_text())
-# COURSE.md's exercise API table: every function a student implements.
+# The course's exercise API: every function a student implements.
 CONTRACT = {
     "tokens": {"split_pieces", "bpe_merge", "encode", "decode", "train_bpe"},
     "embeddings": {"lookup", "one_hot_lookup", "add_positions", "nearest"},

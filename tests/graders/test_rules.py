@@ -243,7 +243,7 @@ def _solutions_with(function: str, body: str) -> dict[str, str]:
 
 
 def test_every_library_twin_has_a_rule_or_a_reason():
-    """COURSE.md's list of exercises with a library twin."""
+    """The exercises whose computation a library also offers (a "library twin")."""
     twins = {"encode", "decode", "train_bpe", "lookup", "attention", "layer_norm", "gelu"}
     twins |= {"cross_entropy", "lm_loss", "adamw_step"}
     covered = {rule.function for _, rule in RULES}

@@ -1,4 +1,4 @@
-"""Download names (issue 34): Blackboard's, Canvas's and Moodle's are recognised, and a pattern
+"""Download names: Blackboard's, Canvas's and Moodle's are recognised, and a pattern
 of one's own in nbgrader_config.py; a student not on the roster is listed, never created; a
 zip whose name holds no date is stamped with a warning naming the student and the time;
 the collector maps the files of a zip to students and skips unusable zips in one line each."""

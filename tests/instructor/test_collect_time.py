@@ -1,4 +1,4 @@
-"""A submission's time never comes from inside its zip (issue 18): the student sets those dates."""
+"""A submission's time never comes from inside its zip: the student sets those dates."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import pytest
 from core.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-# Appended to the reference module: at import, in the worker, it tries what issue 33's
+# Appended to the reference module: at import, in the worker, it tries what a hostile
 # submission did (the oracles and hidden graders beside gpt/, which the worker imports, and the
 # seed on the checker's command line or in an environment) and refuses to be graded if any of it
 # can be read, or if it runs as root. Full marks mean it could read none of it.
@@ -124,7 +124,7 @@ def test_without_bubblewrap_the_upload_runs_as_an_unprivileged_user_away_from_th
 ):
     """No bwrap on PATH, as in Gradescope's containers: setup.sh's checks create the user,
     lock the checker's secrets and find the fallback working; run_autograder then grades the
-    upload as that user. The upload (the reference, with issue 33's reach for the oracles, the
+    upload as that user. The upload (the reference, with a hostile submission's reach for the oracles, the
     hidden graders and the seed) gets every point: it ran, not as root, and read none of them.
     Public checks are visible, hidden ones after publication; links are on the course site."""
     autograder = unpack("fallback")

@@ -1,9 +1,10 @@
 """The system packages some tests need, found in one place.
 
-Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests and
-``postgresql`` serves the shared-gradebook test. A test asks with ``require(PACKAGE)``: it gets the
-path it needs, or is skipped with one line naming the package and the command that installs it,
-which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test instead: a CI
+Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests, ``npm``
+installs axe-core for the accessibility test and ``postgresql`` serves the shared-gradebook
+test. A test asks with ``require(PACKAGE)``: it gets the path it needs, or is skipped with one
+line naming the package and the command that installs it, which pytest's summary (``-ra``)
+shows. Under ``CI`` the absence fails the test instead: a CI
 machine that lost a package must not turn its tests into skips unnoticed.
 
 ``nox -s tests`` runs this file first (``python tests/support/system_packages.py``): as root
@@ -46,6 +47,12 @@ def _chromium() -> Path | None:
     return path if path.exists() else None
 
 
+def _npm() -> Path | None:
+    # Installs npm's axe-core for the accessibility test (tests/support/axe.py).
+    found = shutil.which("npm")
+    return Path(found) if found else None
+
+
 def _postgresql() -> Path | None:
     """The folder holding initdb and postgres: on PATH, or Debian's versioned folder."""
     found = shutil.which("initdb")
@@ -59,6 +66,7 @@ def _postgresql() -> Path | None:
 PACKAGES: dict[str, Callable[[], Path | None]] = {
     "bubblewrap": _bubblewrap,
     "chromium": _chromium,
+    "npm": _npm,
     "postgresql": _postgresql,
 }
 
