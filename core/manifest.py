@@ -26,13 +26,13 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     [lesson.check.mistake_sections]    # optional: a mistake whose rule another section teaches
     off-by-one = "from-ids-to-vectors"
 
-``evidence`` is one of EVIDENCE (docs/instructors.md, "What a grade rests on"): ``observed`` (values the
-checker receives as plain data, and what it sees itself), ``read`` (the checker's reading of
-the source; every check of a function with a rule rests on it too) or ``claimed`` (what only
-the student's process reports about itself: a module's mode during a call, whether autograd
-was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check ("raises
-ValueError ...") earns its points only when the function's other selected checks pass, so an
-error raised with no exercise written earns nothing.
+``evidence`` is one of EVIDENCE (docs/instructors.md, "What a grade rests on"): ``observed``
+(values the checker receives as plain data, and what it sees itself), ``read`` (the checker's
+reading of the source; every check of a function with a rule rests on it too) or ``claimed``
+(what only the student's process reports about itself: a module's mode during a call, whether
+autograd was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check
+("raises ValueError ...") earns its points only when the function's other selected checks pass,
+so an error raised with no exercise written earns nothing.
 
 A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names`` must not appear in the
 code of ``function`` and what it uses, read by the checker before anything runs

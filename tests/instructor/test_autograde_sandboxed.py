@@ -535,7 +535,8 @@ def test_feedback_has_no_hidden_grader_text(graded_class):
     students = {p.relative_to(feedback).parts[0] for p in files}
     assert students == set(graded_class["expected"])
     secrets = _hidden_texts(graded_class["lesson"]) + ["BEGIN HIDDEN TESTS"]
-    # What a student needs and nothing else: the HTML and their own lesson module.
+    # What a student needs and nothing else: the HTML and their own lesson module, and what
+    # nbgrader's release_feedback files the feedback under (the submission's time and secret).
     module = graded_class["lesson"].module
     for student in students:
         theirs = feedback / student / graded_class["lesson"].slug
@@ -545,6 +546,9 @@ def test_feedback_has_no_hidden_grader_text(graded_class):
         expected = {f"{graded_class['lesson'].slug}.html"}
         if own.is_file() and not own.is_symlink():  # a link is nobody's own file: never copied
             expected.add(f"exercises/{module}.py")
+        for name in ("timestamp.txt", "submission_secret.txt"):
+            if (mine / name).is_file() and not (mine / name).is_symlink():
+                expected.add(name)
         assert names == expected, (student, names)
     for path, text in files.items():
         for secret in secrets:

@@ -124,9 +124,10 @@ def test_without_bubblewrap_the_upload_runs_as_an_unprivileged_user_away_from_th
 ):
     """No bwrap on PATH, as in Gradescope's containers: setup.sh's checks create the user,
     lock the checker's secrets and find the fallback working; run_autograder then grades the
-    upload as that user. The upload (the reference, with a hostile submission's reach for the oracles, the
-    hidden graders and the seed) gets every point: it ran, not as root, and read none of them.
-    Public checks are visible, hidden ones after publication; links are on the course site."""
+    upload as that user. The upload (the reference, with a hostile submission's reach for the
+    oracles, the hidden graders and the seed) gets every point: it ran, not as root, and read
+    none of them. Public checks are visible, hidden ones after publication; links are on the
+    course site."""
     autograder = unpack("fallback")
     env = {"PYTHON": student_python, "PATH": path_without_bwrap}
     setup = _run(autograder / "source" / "setup.sh", autograder, env, "--check")
