@@ -159,11 +159,17 @@ def exercise_box(lesson: Lesson, markdown: str) -> str:
         lines.append(f"    - [`{function}`](#{section}){where}{worth}")
     lines += [
         "",
-        "    Check your work (the report gives a hint and a link for every failed check):",
+        "    Check your work (the report gives a hint and a link for every failed check): in "
+        "the course's repository,",
         "",
         "    ```bash",
         f"    nox -s grade -- {lesson.slug}",
         "    ```",
+        "",
+        f"    in a class's release, in the lesson's folder, its notebook `{lesson.slug}.ipynb` "
+        f"or `python -m graders {lesson.slug}` (`--watch` grades again on every save; "
+        f"[In a class]({get_relative_url('class.md', lesson.page)}) says how to install and "
+        "submit).",
         "",
     ]
     if not lesson.checks:
@@ -206,7 +212,8 @@ def learning_path() -> str:
             "",
             f"    You write {functions} in `exercises/{lesson.module}.py`.",
             "",
-            f"    `nox -s grade -- {lesson.slug}` · {points}",
+            f"    `nox -s grade -- {lesson.slug}` (a class's release: "
+            f"`python -m graders {lesson.slug}`) · {points}",
             "",
         ]
     cards.append("</div>")

@@ -190,3 +190,22 @@ def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
     assert not (bob / "graders").exists()
     assert (bob / "timestamp.txt").read_text().startswith("2026-02-03 09:30:00")
     assert (course.submitted / "ann" / LESSON / "timestamp.txt").is_file()
+
+
+def test_the_zip_a_student_makes_is_collected(course, tmp_path):
+    """What `python -m graders LESSON --zip` writes (graders/submission.py) is what collect
+    takes: the module and the notebook, nothing else in the zip."""
+    from graders.submission import make_submission
+    from instructor.collect import collect
+
+    folder = tmp_path / "lesson"
+    (folder / "exercises").mkdir(parents=True)
+    (folder / "exercises" / "embeddings.py").write_text("# ann's lookup\n")
+    (folder / f"{LESSON}.ipynb").write_text("{}")
+    made = make_submission(LESSON, folder)
+    shutil.copyfile(made, course.downloaded / LESSON / "archive" / "ann.zip")
+    found, problems, _ = collect(course, [LESSON])
+    assert found == {LESSON: ["ann"]} and not problems
+    got = course.submitted / "ann" / LESSON
+    assert (got / "exercises" / "embeddings.py").read_text() == "# ann's lookup\n"
+    assert (got / f"{LESSON}.ipynb").is_file()

@@ -171,6 +171,32 @@ def test_chapters_carry_header_and_exercise_box(site: Path) -> None:
         assert "reference solution" not in box_html
 
 
+def test_the_exercise_box_names_the_command_of_the_repository_and_of_a_release() -> None:
+    from core.manifest import load_manifest
+
+    chapters = hook("chapters")
+    lesson = load_manifest().lesson("windows")
+    box = chapters.exercise_box(lesson, "")
+    assert "nox -s grade -- windows" in box and "python -m graders windows" in box
+    assert "`windows.ipynb`" in box and "`--watch`" in box and "](../class.md)" in box
+
+
+def test_a_class_has_its_page_and_no_page_sends_a_student_to_solutions() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"^\s*-\s+[^:\n]+:\s+class\.md\s*$", nav, re.M), "class.md is not in the nav"
+    page = (COURSE / "class.md").read_text(encoding="utf-8")
+    for said in (
+        "pip install -r requirements.txt",
+        "--no-deps",
+        "python -m graders LESSON",
+        "--watch",
+    ):
+        assert said in page, said
+    assert "python -m graders LESSON --zip" in page and "LESSON-submission.zip" in page
+    for path in sorted(COURSE.rglob("*.md")):
+        assert "solutions/" not in path.read_text(encoding="utf-8"), path
+
+
 def test_the_pages_beside_the_chapters_carry_a_header(site: Path) -> None:
     """The primer and the "More" pages say where they stand and how long they take."""
     chapters = {lesson["page"] for lesson in LESSONS}
