@@ -95,11 +95,11 @@ def first_check(data: dict) -> dict:
             lambda d: first_check(d).update(evidence="claimed", points=2),
             "a claimed check (what only the student's process reports) is worth at most 1",
         ),
-        (lambda d: d["lesson"][0]["rule"][0].update(names=[]), "a rule needs names"),
+        (lambda d: d["lesson"][3]["rule"][0].update(names=[]), "a rule needs names"),
         (lambda d: d["lesson"][1].update(no_rule={"nope": "why"}), "no_rule.nope must name"),
         (
-            lambda d: d["lesson"][0].update(no_rule={"encode": "why"}),
-            "encode has a rule and a no_rule reason",
+            lambda d: d["lesson"][3].update(no_rule={"attention": "why"}),
+            "attention has a rule and a no_rule reason",
         ),
         (  # an earlier lesson's function that is not one of its functions
             lambda d: d["lesson"][4]["builds_on"].update(mlp=["attention.nope"]),
