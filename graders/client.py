@@ -676,9 +676,12 @@ class WorkerClient:
         kwargs: dict,
         timeout: float,
         rule: dict | None = None,
+        trace: bool = False,
     ) -> tuple[Any, Any]:
         """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after).
         ``rule``: a "by hand" rule's operations, which the worker watches during the call.
+        ``trace``: the lesson process traces the call instead (graders/worker/tracing.py), and
+        the result is (the value's skeleton, the operator graph), for graders/graph.py.
 
         The tensors among the inputs live in a file the checker made and maps itself
         (graders/shared.py): a call that changed one in place fails (IN_PLACE) on what the
@@ -693,7 +696,8 @@ class WorkerClient:
                     "kwargs": shared.sent[1],
                     "shared": shared.table,
                     "proxies": self._proxies(function),
-                    "rule": rule,
+                    "rule": None if trace else rule,
+                    "trace": trace,
                 },
                 timeout,
                 what=_name(function),
@@ -704,6 +708,8 @@ class WorkerClient:
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))
         value = unpack(answer.get("value"), _name(function))
+        if trace:
+            value = (value, unpack(answer.get("graph"), f"the operator graph of {_name(function)}"))
         if changed:
             raise _failed(f"{_name(function)} changed its input in place", IN_PLACE)
         inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
