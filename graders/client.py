@@ -637,7 +637,7 @@ class WorkerClient:
 
     def _prepare(self, *, dynamo: bool) -> None:
         """Before a request that imports torch._dynamo (a second or more: a scenario that makes
-        an optimizer; the by-hand watch does not, graders/worker/by_hand.py), a lesson process
+        an optimizer, or a by-hand function's trace, graders/worker/tracing.py), a lesson process
         forked after the worker imported it, so that no check's clock pays for it; other
         lessons never import it at all."""
         self.start()
@@ -686,6 +686,7 @@ class WorkerClient:
         The tensors among the inputs live in a file the checker made and maps itself
         (graders/shared.py): a call that changed one in place fails (IN_PLACE) on what the
         checker reads back, not on the lesson process's report of its inputs."""
+        self._prepare(dynamo=trace)  # the tracer imports torch._dynamo: before the fork
         self.ensure_module(function.partition(".")[0], timeout)
         with SharedTensors([args, kwargs]) as shared:
             answer = self.request(

@@ -79,6 +79,8 @@ class Graph:
         nodes: list[dict] = []
         users: dict[int, list[str]] = {}
         reads = []
+        library: list[str] = []  # the rule's own forbidden ops, then the others not allowed
+        unlisted: list[str] = []
         for at, node in enumerate(data["nodes"]):
             op = node.get("op") if isinstance(node, dict) else None
             if op == "input":
@@ -86,14 +88,19 @@ class Graph:
                     raise Refused("the graph reads an input the call was not given")
             elif op == "constant":
                 pass  # judged below, once its users are known
+            elif op == "grad_enabled":
+                if not isinstance(node.get("value"), bool):
+                    raise Refused("the graph turns gradients on or off in a way the grader cannot")
             elif op == "getitem":
                 args = node.get("args")
                 if not isinstance(args, list) or len(args) != 2 or not isinstance(args[1], int):
                     raise Refused("the graph takes a part of a value in a way the grader cannot")
                 _arguments(args[0], at, users, "getitem")
             elif isinstance(op, str) and _OP.fullmatch(op):
-                if op in rule.ops or not allowed(op, rule):
-                    raise Refused(f"it calls {op}, which is not among the operations it may use")
+                if op in rule.ops:
+                    library.append(op)
+                elif not allowed(op, rule):
+                    unlisted.append(op)
                 if not isinstance(node.get("overload"), str) or not _OVERLOAD.fullmatch(
                     node["overload"]
                 ):
@@ -107,10 +114,12 @@ class Graph:
                 if op in READS:
                     reads.append(at)
             else:
-                raise Refused(
-                    f"it calls {str(op)[:80]}, which is not among the operations it may use"
-                )
+                unlisted.append(str(op)[:80])
             nodes.append(node)
+        # The most telling cause first: the library op itself, then what was computed out of
+        # the tracer's sight, then an op outside the allowlist.
+        if library:
+            raise Refused(f"it calls {library[0]}, the library's own computation")
         for at, node in enumerate(nodes):
             if node["op"] == "constant" and not _scalar(node, users.get(at, [])):
                 raise Refused(
@@ -118,6 +127,8 @@ class Graph:
                     "its inputs (numbers read out of a tensor and made a tensor again, a numpy "
                     "round trip, or a computation with torch's dispatch switched off)"
                 )
+        if unlisted:
+            raise Refused(f"it calls {unlisted[0]}, which is not among the operations it may use")
         outputs = data.get("outputs")
         if not isinstance(outputs, list):
             raise Refused("the graph has no outputs")
@@ -137,6 +148,12 @@ class Graph:
     def _evaluate(
         self, inputs: list[Tensor], deadline: float, reads: list | None, *, on_meta: bool
     ) -> list[Tensor]:
+        with torch.set_grad_enabled(torch.is_grad_enabled()):  # as it was, afterwards
+            return self._steps(inputs, deadline, reads, on_meta=on_meta)
+
+    def _steps(
+        self, inputs: list[Tensor], deadline: float, reads: list | None, *, on_meta: bool
+    ) -> list[Tensor]:
         values: list[Any] = []
         for node in self.nodes:
             if time.monotonic() > deadline:
@@ -144,8 +161,16 @@ class Graph:
             op = node["op"]
             if op == "input":
                 value: Any = inputs[node["index"]]
+            elif op == "grad_enabled":  # the student's torch.no_grad(), entered or left
+                torch.set_grad_enabled(node["value"])
+                value = None
             elif op == "constant":
-                value = torch.tensor(node["value"], dtype=DTYPES[node["dtype"]])
+                number, dtype = node["value"], DTYPES[node["dtype"]]
+                value = (
+                    number.clone()
+                    if isinstance(number, Tensor)
+                    else torch.tensor(number, dtype=dtype)
+                )
                 value = value.to("meta") if on_meta else value
             elif op == "getitem":
                 whole, part = node["args"]
@@ -195,13 +220,23 @@ def allowed(op: str, rule: Rule) -> bool:
 
 
 def _scalar(node: dict, users: list[str]) -> bool:
-    """A constant the student's code wrote as a number (``torch.tensor(0.5)``): one number,
-    used only to make that tensor."""
+    """A constant the student's code made of Python data, used only to make that tensor: one
+    number (``torch.tensor(0.5)``), or integers or booleans (``x[range(n), targets]``'s
+    indices). Floats of more than one number are what an answer computed out of the tracer's
+    sight would be; any answer frozen into the graph otherwise fails the second draw."""
+    dtype = node.get("dtype")
+    if not isinstance(dtype, str) or dtype not in DTYPES or not all(u in LIFTS for u in users):
+        return False
+    value, kind = node.get("value"), DTYPES[dtype]
+    if node.get("shape") == []:
+        return isinstance(value, bool | int | float)
     return (
-        node.get("shape") == []
-        and isinstance(node.get("value"), bool | int | float)
-        and node.get("dtype") in DTYPES
-        and all(user in LIFTS for user in users)
+        isinstance(value, Tensor)
+        and value.dtype == kind
+        and list(value.shape) == node.get("shape")
+        and not kind.is_floating_point
+        and not kind.is_complex
+        and value.numel() <= MAX_ELEMENTS
     )
 
 
@@ -343,7 +378,15 @@ def graded_value(
             _second_draw(graph, skeleton, oracle, args, kwargs, value, first, deadline)
     except Refused as why:
         raise refusal(rule, rule.function, str(why)) from None
+    except Unlike as why:
+        # No accusation and no hint of its own: a wrong function can be right on the check's
+        # inputs by chance (constant rows), and the check's own diagnosis names its mistake.
+        raise CheckFailed(f"{rule.function} {why}") from None
     return value
+
+
+class Unlike(Exception):
+    """A graph right on the check's inputs and wrong on the second draw; the message says so."""
 
 
 def _second_draw(
@@ -356,8 +399,9 @@ def _second_draw(
     first: list,
     deadline: float,
 ) -> None:
-    """Refused when the graph gives the oracle's answer on the call's inputs and not on a
-    second draw of them: its answer was frozen into it (or it branched on a value)."""
+    """Unlike when the graph gives the oracle's answer on the call's inputs and not on a second
+    draw of them: its answer was frozen into it (or it branched on a value), or it is wrong and
+    the check's inputs hid it."""
     try:
         if not agrees(value, oracle(*args, **kwargs)):
             return  # a wrong answer: the check's own diagnosis says what is wrong
@@ -369,16 +413,17 @@ def _second_draw(
     outputs = graph.run(_copies(tensor_leaves((again_args, again_kwargs))), deadline, second)
     if agrees(fill(skeleton, _outputs(outputs)), expected):
         return
-    if graph.reads and frozen_reads(first, second):
-        raise Refused(
-            "it reads numbers out of tensors (.item(), a Python if on a tensor) and its "
-            "computation, traced on the check's inputs, gives a wrong answer on other inputs of "
-            "the same shapes: keep every step in tensor operations (torch.where for a choice)"
-        )
-    raise Refused(
-        "its computation, traced on the check's inputs, gives a wrong answer on other inputs "
-        "of the same shapes: the answer was put into it as Python numbers, not computed"
+    why = (
+        "gives the right answer on the check's inputs but a wrong one on other inputs of the "
+        "same shapes (their numbers shuffled and rescaled), computed as it was traced"
     )
+    if graph.reads and frozen_reads(first, second):
+        raise Unlike(
+            f"{why}: it reads numbers out of tensors (.item(), a Python if on a tensor), which "
+            "the traced computation keeps as they were; keep every step in tensor operations "
+            "(torch.where for a choice)"
+        )
+    raise Unlike(f"{why}: right on these numbers only (an answer put in as Python numbers?)")
 
 
 def graded_gradients(

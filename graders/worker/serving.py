@@ -255,7 +255,6 @@ def main(argv: list[str]) -> None:
     # What torch imports the first time a backward is given its gradient (sympy: half a
     # second): here once, not in every lesson process on some check's clock.
     importlib.import_module("torch.fx.experimental.symbolic_shapes")
-    warm()  # the tracer's first use (a second), before any fork
     if args.provided:
         provide(args.provided)
     write_frame(control, encode({"ok": True, "pid": os.getpid()}))
@@ -289,7 +288,8 @@ def serve_lessons(control: int, target: str) -> None:
     the next fork, an ``{"op": "end"}``, or the end of the control channel kills it and
     everything it started. A fork may name another target (an unsandboxed checker keeps an
     idle worker for its next grading run, whatever that run grades), and may ask for
-    torch._dynamo to be imported first (``"dynamo": True``).
+    torch._dynamo to be imported first (``"dynamo": True``: an optimizer or the tracer of
+    graders/worker/tracing.py imports it), the tracer warmed up with it.
     """
     import socket
 
@@ -320,6 +320,7 @@ def serve_lessons(control: int, target: str) -> None:
             # made: here, before the fork, it is on no check's clock, and every later lesson
             # process has it.
             importlib.import_module("torch._dynamo")
+            warm()  # the by-hand functions' tracer, which imports torch._dynamo too
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the lesson process

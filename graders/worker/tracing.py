@@ -1,8 +1,9 @@
 """The student's function as an operator graph, sent to the checker as plain data.
 
 For a function under a by-hand rule the lesson process does not send the function's value:
-it traces the call with ``make_fx`` (aten operators, after autograd: inputs that need
-gradients add nothing to the graph) and sends what ran, node by node. The checker
+it traces the call with ``make_fx`` (aten operators as the student's code calls them, before
+autograd's dispatch, with the places where it turned gradients off) and sends what ran, node
+by node. The checker
 (graders/graph.py) refuses an operator outside the rule's allowlist or a tensor the trace did
 not compute, then runs the graph itself; nothing the student's process reports is graded.
 
@@ -10,6 +11,7 @@ A graph is ``{"nodes": [...], "outputs": [refs], "size": n}``. Node ``i`` is one
     {"op": "input", "index": k}                      the k-th tensor of the call's inputs
     {"op": "constant", "shape": [...], "dtype": d, "value": number or None}
     {"op": "getitem", "args": [ref, k]}              one result of an op with several
+    {"op": "grad_enabled", "value": bool}            torch.no_grad() entered or left
     {"op": "aten::mul", "overload": "Tensor", "args": [...], "kwargs": {...}}
 and an argument is plain data, ``{"ref": i}`` for node i's value, or ``{"dtype": name}``,
 ``{"device": name}``, ``{"layout": name}``, ``{"memory_format": name}``; anything else is
@@ -20,7 +22,8 @@ its lists, tuples, dicts and plain values, with ``{GRAPH_OUTPUT: j}`` for its j-
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -44,10 +47,25 @@ def trace(fn: Callable, args: tuple, kwargs: dict) -> dict:
         made.append(value)
         return tensor_leaves(value)
 
-    with torch.no_grad():
-        module = make_fx(flat, _error_on_data_dependent_ops=False)(*inputs)
+    # Before autograd's dispatch (pre_dispatch): the graph keeps where the code turned
+    # gradients off (torch.no_grad), which the checker's own autograd then honours.
+    with _data_as_detach():
+        module = make_fx(flat, pre_dispatch=True, _error_on_data_dependent_ops=False)(*inputs)
     graph = encode_graph(module)
     return {"graph": graph, "value": _skeleton(made[0], [0])}
+
+
+@contextmanager
+def _data_as_detach() -> Iterator[None]:
+    """``tensor.data`` read as ``tensor.detach()`` while tracing: the same storage without
+    autograd's history, which the tracer follows (the attribute itself makes a tensor it cannot
+    see, which the checker would refuse as computed out of sight)."""
+    base = torch._C.TensorBase.data
+    torch.Tensor.data = property(lambda self: self.detach(), base.__set__)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        del torch.Tensor.data  # type: ignore[misc]
 
 
 def _replace(obj: Any, tensors: tuple, at: list[int]) -> Any:
@@ -99,6 +117,8 @@ def encode_graph(module: Any) -> dict:
             inputs += 1
         elif node.op == "get_attr":
             nodes.append(_constant(getattr(module, node.target)))
+        elif node.target is torch._C._set_grad_enabled:
+            nodes.append({"op": "grad_enabled", "value": bool(node.args[0])})
         elif node.target is operator.getitem:
             nodes.append({"op": "getitem", "args": [_argument(a, index) for a in node.args]})
         elif isinstance(node.target, torch._ops.OpOverload):
@@ -117,10 +137,15 @@ def encode_graph(module: Any) -> dict:
 
 def _constant(value: Any) -> dict:
     """A tensor the trace did not compute: its shape, and its value when it is one number (a
-    ``torch.tensor(0.5)`` in the student's code)."""
+    ``torch.tensor(0.5)`` in the student's code) or integers (indices made of a range or a
+    list), which the checker may accept; floats of more numbers cross without their values."""
     if not isinstance(value, Tensor):
         return {"op": "constant", "shape": None, "dtype": None, "value": None}
-    number = value.item() if value.dim() == 0 else None
+    number: Any = None
+    if value.dim() == 0:
+        number = value.item()
+    elif not value.dtype.is_floating_point and not value.dtype.is_complex:
+        number = value.detach().clone()
     return {
         "op": "constant",
         "shape": list(value.shape),
@@ -148,6 +173,7 @@ def _argument(arg: Any, index: dict) -> Any:
 
 
 def warm() -> None:
-    """Trace once before the worker forks: the tracer's first use imports and sets up what
-    costs a second, which no check's clock should pay."""
+    """Trace once before the worker forks: the tracer's first use imports torch._inductor's
+    configuration and with it torch._dynamo (a second or more), which no check's clock should
+    pay; the worker does it only before a lesson that traces (graders/client.py)."""
     trace(lambda x, y: (x.max(-1).values + y).sum(), (torch.ones(2, 2), torch.ones(2)), {})

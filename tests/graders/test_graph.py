@@ -85,26 +85,34 @@ def test_an_honest_graph_gives_the_oracles_answer(name):
         assert close(value, expected, rtol=1e-5, atol=1e-5), (value, expected)
 
 
+# Answers frozen into the graph fail on the second draw, without a hint of their own: an honest
+# mistake can look the same on a check's degenerate inputs (constant rows).
+FROZEN = {"answer-baked-through-item", "answer-baked-elementwise"}
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_graph_is_refused_with_the_rules_hint(name):
     module, function, _ = HOSTILE[name]
     rule = MANIFEST.lesson(module).rule(function)
     with pytest.raises(CheckFailed) as refused:
         _grade(name, HOSTILE)
-    assert refused.value.hint is not None and refused.value.hint.startswith(rule.message)
-    assert "refused" in refused.value.detail
+    if name in FROZEN:
+        assert refused.value.hint is None and "on other inputs" in refused.value.detail
+    else:
+        assert refused.value.hint is not None and refused.value.hint.startswith(rule.message)
+        assert "refused" in refused.value.detail
 
 
 CAUSES = {
-    "library-layer-norm": "aten::native_layer_norm",
-    "library-cross-entropy": "aten::_log_softmax",
-    "sdpa": "aten::_safe_softmax",
+    "library-layer-norm": "aten::layer_norm",
+    "library-cross-entropy": "aten::cross_entropy_loss",
+    "sdpa": "aten::scaled_dot_product_attention",
     "library-gelu": "aten::gelu",
     "element-by-element-gelu": "did not compute from its inputs",
     "numpy-log-sum-exp": "did not compute from its inputs",
     "dispatch-switched-off": "did not compute from its inputs",
-    "answer-baked-through-item": "wrong answer on other inputs",
-    "answer-baked-elementwise": "wrong answer on other inputs",
+    "answer-baked-through-item": "a wrong one on other inputs",
+    "answer-baked-elementwise": "a wrong one on other inputs",
     "unlisted-log-sum-exp": "aten::logcumsumexp",
     "optim-adamw": "profiler::_record_function_enter_new",
 }
@@ -114,7 +122,8 @@ CAUSES = {
 def test_the_refusal_names_its_cause(name):
     with pytest.raises(CheckFailed) as refused:
         _grade(name, HOSTILE)
-    assert CAUSES[name] in refused.value.hint, refused.value.hint
+    said = refused.value.hint or refused.value.detail
+    assert CAUSES[name] in said, said
 
 
 def test_every_hostile_submission_has_its_cause():
@@ -184,7 +193,7 @@ def test_an_honest_branch_on_a_value_keeps_its_points():
 
 
 def test_a_branch_frozen_into_the_graph_is_refused_saying_why():
-    with pytest.raises(CheckFailed, match=r"reads numbers out of tensors \(.item\(\), a Python if"):
+    with pytest.raises(CheckFailed, match=r"reads numbers out of tensors \(\.item\(\), a Python"):
         # A number read on the check's inputs that cancels only there.
         _branched("return losses.mean() * logits[0, 0].item() / logits[0, 0]")
 
