@@ -41,7 +41,7 @@ READS = frozenset({"aten::_local_scalar_dense", "aten::item"})
 LIFTS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy"})  # torch.tensor(number)
 _OP = re.compile(r"aten::[a-z0-9_]+")
 _OVERLOAD = re.compile(r"[A-Za-z0-9_]+")
-_KINDS = {
+_KINDS: dict[str, dict[str, Any]] = {
     "dtype": DTYPES,
     "layout": {"strided": torch.strided},
     "memory_format": {

@@ -60,12 +60,13 @@ def _data_as_detach() -> Iterator[None]:
     """``tensor.data`` read as ``tensor.detach()`` while tracing: the same storage without
     autograd's history, which the tracer follows (the attribute itself makes a tensor it cannot
     see, which the checker would refuse as computed out of sight)."""
-    base = torch._C.TensorBase.data
-    torch.Tensor.data = property(lambda self: self.detach(), base.__set__)  # type: ignore[method-assign,assignment]
+    base: Any = torch._C.TensorBase.data
+    tensor: Any = torch.Tensor  # typed loosely: the stubs declare data a plain attribute
+    tensor.data = property(lambda self: self.detach(), base.__set__)
     try:
         yield
     finally:
-        del torch.Tensor.data  # type: ignore[misc]
+        del tensor.data  # TensorBase's own again
 
 
 def _replace(obj: Any, tensors: tuple, at: list[int]) -> Any:
