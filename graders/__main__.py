@@ -78,6 +78,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _traces(lessons: list[str] | None) -> bool:
+    """Whether a chosen lesson has a function graded on its operator graph (its worker readies
+    the tracer while this process starts); a bad name is the grading's to report."""
+    from core.manifest import load_manifest
+
+    from .runner import GradingError, select_lessons
+
+    try:
+        return any(lesson.traces for lesson in select_lessons(load_manifest(), lessons))
+    except GradingError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     unsupported = no_fork_here("grading")
@@ -98,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if "graders.client" not in sys.modules:  # else a worker it kept may serve (its _IDLE)
         # The worker starts now and imports torch while this process does (graders/launch.py).
         target = args.target if args.target is not None else DEFAULT_TARGET
-        start_early(target, sandbox=args.sandbox)
+        start_early(target, sandbox=args.sandbox, trace=_traces(args.lessons))
     from rich.console import Console
 
     from .terminal import Ticker, render_total

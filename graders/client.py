@@ -646,6 +646,12 @@ class WorkerClient:
             proc.dynamo = True
             proc.ready = False  # the next request forks, the import first
 
+    def prepare_tracing(self) -> None:
+        """The next lesson process will trace by-hand functions (graders/worker/tracing.py):
+        forked after the worker imported the tracer, rather than forked again at the first
+        trace (and the student's module imported twice)."""
+        self._prepare(dynamo=True)
+
     def ensure_module(self, module: str, timeout: float) -> None:
         """Import the student's module once; an import that fails is remembered for the run
         (so a module that hangs on import costs one timeout, not one per check). The import

@@ -102,7 +102,7 @@ class Student:
     def _traced(self, function: str) -> Rule | None:
         """The rule of a function graded on its operator graph (one with an allowlist)."""
         rule = self.lesson.rule(function)
-        return rule if rule is not None and rule.allow else None
+        return rule if rule is not None and rule.traced else None
 
     def _trace(self, function: str, args: list, kwargs: dict) -> tuple[Any, Any]:
         """(the value's skeleton, its operator graph), and the inputs after the call."""
@@ -340,6 +340,8 @@ class GradingPlugin:
             # (a patched torch, say) cannot reach another lesson's checks.
             self._lesson_now = check.lesson
             self.client.fresh()
+            if lesson.traces:  # the tracer's imports before the fork, not after its import
+                self.client.prepare_tracing()
         try:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:

@@ -21,6 +21,7 @@ its lists, tuples, dicts and plain values, with ``{GRAPH_OUTPUT: j}`` for its j-
 
 from __future__ import annotations
 
+import importlib
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -173,8 +174,17 @@ def _argument(arg: Any, index: dict) -> Any:
     return {"unknown": type(arg).__name__}
 
 
-def warm() -> None:
-    """Trace once before the worker forks: the tracer's first use imports torch._inductor's
-    configuration and with it torch._dynamo (a second or more), which no check's clock should
-    pay; the worker does it only before a lesson that traces (graders/client.py)."""
+_warmed: list[bool] = []  # whether this process traced once already
+
+
+def ready_tracer() -> None:
+    """Import torch._dynamo and trace once, in the worker before it forks: the tracer's first
+    use imports torch._inductor's configuration and with it torch._dynamo (a second or more),
+    which no check's clock should pay. Done once: at the worker's start for a grading that
+    traces (graders/launch.py), else before the fork of the first lesson that does
+    (graders/client.py); torch imports torch._dynamo for an optimizer too."""
+    if _warmed:
+        return
+    importlib.import_module("torch._dynamo")
     trace(lambda x, y: (x.max(-1).values + y).sum(), (torch.ones(2, 2), torch.ones(2)), {})
+    _warmed.append(True)
