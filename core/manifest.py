@@ -174,6 +174,12 @@ class Rule:
     # function's code (graders/rules.py's ALLOWED).
     allowlist: bool = False
 
+    @property
+    def traced(self) -> bool:
+        """Whether the function is graded on its operator graph (graders/graph.py): a rule
+        that lists the operations it allows."""
+        return bool(self.allow)
+
     def as_request(self) -> dict | None:
         """What the worker needs to watch the operations (graders/worker/by_hand.py's ``watched``);
         None for a rule that only the reading enforces (no ops)."""
@@ -224,6 +230,11 @@ class Lesson:
 
     def rule(self, function: str) -> Rule | None:
         return next((rule for rule in self.rules if rule.function == function), None)
+
+    @property
+    def traces(self) -> bool:
+        """Whether a function of the lesson is graded on its operator graph."""
+        return any(rule.traced for rule in self.rules)
 
     def selected_checks(self, hidden: bool) -> tuple[Check, ...]:
         """The public checks, plus the hidden ones when ``hidden``."""

@@ -101,6 +101,19 @@ def submit(lesson: str) -> int:
     return 0
 
 
+def _traces(lessons: list[str] | None) -> bool:
+    """Whether a chosen lesson has a function graded on its operator graph (its worker readies
+    the tracer while this process starts); a bad name is the grading's to report."""
+    from core.manifest import load_manifest
+
+    from .runner import GradingError, select_lessons
+
+    try:
+        return any(lesson.traces for lesson in select_lessons(load_manifest(), lessons))
+    except GradingError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.zip:
@@ -133,7 +146,7 @@ def grade_and_print(args: argparse.Namespace) -> int:
     if "graders.client" not in sys.modules:  # else a worker it kept may serve (its _IDLE)
         # The worker starts now and imports torch while this process does (graders/launch.py).
         target = args.target if args.target is not None else DEFAULT_TARGET
-        start_early(target, sandbox=args.sandbox)
+        start_early(target, sandbox=args.sandbox, trace=_traces(args.lessons))
     from rich.console import Console
 
     from .terminal import Ticker, render_total

@@ -33,6 +33,7 @@ from .protocol import (
 )
 from .proxies import RAISED, DependencyRefused, UseOwn, make_proxies
 from .scenarios import SCENARIOS
+from .tracing import ready_tracer, trace
 
 ALIAS = "submission"  # the student's package is imported under this fixed name
 
@@ -48,7 +49,7 @@ class Worker:
         # (SCENARIOS["evaluate"] = forged, strip = a report of its own) changes nothing this
         # lesson process runs.
         self.scenarios = dict(SCENARIOS)
-        self.pack, self.strip, self.watched = pack, strip, watched
+        self.pack, self.strip, self.watched, self.trace = pack, strip, watched, trace
 
     def ask(self, name: str, question: Any) -> Any:
         """A proxy's question to the checker, answered while the request is still running."""
@@ -150,6 +151,17 @@ class Worker:
             shared = map_shared(request.get("shared", ()), fds)
             args = tuple(revive(request["args"], shared))
             kwargs = tuple(revive(request["kwargs"], shared).items())
+            if request.get("trace"):
+                # A by-hand function: the checker grades the graph it runs itself, not a value.
+                with proxied:
+                    traced = self.trace(fn, args, dict(kwargs))
+                inputs = [self.strip(list(args)), self.strip(dict(kwargs))]
+                return {
+                    "ok": True,
+                    "value": self.pack(traced["value"]),
+                    "graph": self.pack(traced["graph"]),
+                    "inputs": self.pack(inputs),
+                }
             value = self.watched_call(fn, request, proxied, args, dict(kwargs))
             # What the call left its inputs as (the tensors the checker shares, it reads
             # itself; this report adds the lists and dicts around them).
@@ -257,6 +269,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--fsize", type=int, default=FILE_SIZE)
     parser.add_argument("--nproc", type=int, default=USER_PROCESSES)
     parser.add_argument("--provided", default=None, metavar="DIR")
+    parser.add_argument("--trace", action="store_true")
     args = parser.parse_args(argv)
     # Standard input is a Unix socket to the checker (the control channel); it moves to a
     # private descriptor. The student's prints go to standard error (which the checker drains
@@ -278,6 +291,8 @@ def main(argv: list[str]) -> None:
     if args.provided:
         provide(args.provided)
     write_frame(control, encode({"ok": True, "pid": os.getpid()}))
+    if args.trace:  # a grading that traces: while the checker still starts, not on its clock
+        ready_tracer()
     serve_lessons(control, args.target)
 
 
@@ -308,7 +323,8 @@ def serve_lessons(control: int, target: str) -> None:
     the next fork, an ``{"op": "end"}``, or the end of the control channel kills it and
     everything it started. A fork may name another target (an unsandboxed checker keeps an
     idle worker for its next grading run, whatever that run grades), and may ask for
-    torch._dynamo to be imported first (``"dynamo": True``).
+    torch._dynamo to be imported first (``"dynamo": True``: an optimizer or the tracer of
+    graders/worker/tracing.py imports it), the tracer warmed up with it.
     """
     import socket
 
@@ -338,7 +354,7 @@ def serve_lessons(control: int, target: str) -> None:
             # torch imports torch._dynamo (a second or more) the first time an optimizer is
             # made: here, before the fork, it is on no check's clock, and every later lesson
             # process has it.
-            importlib.import_module("torch._dynamo")
+            ready_tracer()
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the lesson process
