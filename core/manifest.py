@@ -30,7 +30,8 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
 checker receives as plain data, and what it sees itself), ``read`` (the checker's reading of
 the source; every check of a function with a rule rests on it too) or ``claimed`` (what only
 the student's process reports about itself: a module's mode during a call, whether autograd
-was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check ("raises
+was on). A function's claimed checks together are worth at most CLAIM_POINTS: its several
+claims are one check, with a mistake for each. An ``error_path`` check ("raises
 ValueError ...") earns its points only when the function's other selected checks pass, so an
 error raised with no exercise written earns nothing.
 
@@ -394,6 +395,7 @@ def _lesson(raw: Any, where: str) -> Lesson:
     if not isinstance(raw_checks, list):
         raise ManifestError(f"{where}: 'check' must be an array of tables ([[lesson.check]])")
     checks = tuple(_check(c, raw, f"{where}, check {i + 1}") for i, c in enumerate(raw_checks))
+    _claims_capped(checks, where)
     seen: dict[tuple[str, str], str] = {}
     for check in checks:
         for key, hint in check.mistakes.items():
@@ -434,6 +436,24 @@ def _lesson(raw: Any, where: str) -> Lesson:
         builds_on=builds_on,
         no_rule=MappingProxyType({k: v.strip() for k, v in no_rule.items()}),
     )
+
+
+def _claims_capped(checks: tuple[Check, ...], where: str) -> None:
+    """A function's claimed checks, public and hidden together, are worth CLAIM_POINTS at most:
+    a forged report of what the student's process did buys no more than that, however many
+    behaviours it claims. Several claims of one function are one check with a mistake each."""
+    claimed: dict[str, list[Check]] = {}
+    for check in checks:
+        if check.evidence == "claimed":
+            claimed.setdefault(check.function, []).append(check)
+    for function, found in claimed.items():
+        total = sum(check.points for check in found)
+        if total > CLAIM_POINTS:
+            ids = ", ".join(check.id for check in found)
+            raise ManifestError(
+                f"{where}: {function}'s claimed checks ({ids}) are worth {total} points; a "
+                f"function's claims are worth {CLAIM_POINTS} at most: make them one check"
+            )
 
 
 def _builds_on(raw: Any, functions: list[str], where: str) -> Mapping[str, tuple[str, ...]]:
