@@ -31,6 +31,7 @@ function never reaches, and the names a student defines (variables, parameters, 
 from __future__ import annotations
 
 import ast
+import collections
 import io
 import tokenize
 from collections.abc import Callable, Iterator, Mapping
@@ -295,7 +296,7 @@ class Package:
                 continue
             seen.add(current)
             module = self.module(current)
-            if module is None and current not in self.unreadable:
+            if module is None and current not in self.unreadable | self.unfollowed:
                 continue
             order.append(current)
             if module is not None:
@@ -354,7 +355,7 @@ class _Reading:
         """Flag what ``node`` holds; yield the definitions it uses, to be read in turn."""
         covered: set[int] = set()  # the inner parts of an attribute path, judged with it
         local: dict[str, str] = {}  # names this code imports itself
-        for inner in ast.walk(node):  # breadth first: a path comes before its parts
+        for inner in _code(node):  # breadth first: a path comes before its parts
             self.package.work += 1
             if isinstance(inner, ast.Import | ast.ImportFrom):
                 paths = _imports(inner, module.name)
@@ -464,6 +465,21 @@ class _Reading:
         flag = Flag(module.file, getattr(node, "lineno", 1), f"{function} {what}{where}", function)
         if flag not in self.flags:
             self.flags.append(flag)
+
+
+def _code(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` (breadth first) without annotations: a type hint names, it does not run."""
+    waiting = collections.deque([node])
+    while waiting:
+        current = waiting.popleft()
+        yield current
+        for field, value in ast.iter_fields(current):
+            if field in ("annotation", "returns"):
+                continue
+            if isinstance(value, list):
+                waiting.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                waiting.append(value)
 
 
 def _alias(statement: ast.stmt) -> tuple[str, str, list[str]] | None:
