@@ -26,19 +26,20 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     [lesson.check.mistake_sections]    # optional: a mistake whose rule another section teaches
     off-by-one = "from-ids-to-vectors"
 
-``evidence`` is one of EVIDENCE (COURSE.md, "What a grade rests on"): ``observed`` (values the
-checker receives as plain data, and what it sees itself), ``read`` (the checker's reading of
-the source; every check of a function with a rule rests on it too) or ``claimed`` (what only
-the student's process reports about itself: a module's mode during a call, whether autograd
-was on). A function's claimed checks together are worth at most CLAIM_POINTS: its several
-claims are one check, with a mistake for each. An ``error_path`` check ("raises
-ValueError ...") earns its points only when the function's other selected checks pass, so an
-error raised with no exercise written earns nothing.
+``evidence`` is one of EVIDENCE (docs/instructors.md, "What a grade rests on"): ``observed``
+(values the checker receives as plain data, and what it sees and runs itself) or ``claimed``
+(what only the student's process reports about itself: a module's mode during a call, whether
+autograd was on). The checker's reading of the source is no evidence: it flags for review.
+A function's claimed checks together are worth at most CLAIM_POINTS: its several claims are
+one check, with a mistake for each. An ``error_path`` check ("raises ValueError ...") earns
+its points only when the function's other selected checks pass, so an error raised with no
+exercise written earns nothing.
 
-A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names`` must not appear in the
-code of ``function`` and what it uses, read by the checker before anything runs
-(graders/rules.py); with ``allowlist = true`` only elementwise, reduction and shape operations
-of torch may; ``message`` is the hint of a breach. The torch operations in ``ops`` (schema
+A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names``, where the code of
+``function`` and what it uses names them, are flagged for review by the checker's reading
+before anything runs (graders/rules.py; no point rests on it), and with ``allowlist = true`` so
+is a torch operation there that is not elementwise, reduction or shape; ``message`` is the
+hint of a breach. The torch operations in ``ops`` (schema
 names, e.g. ``aten::logsumexp``; optional) are also watched in the worker while it runs, with
 ``allow`` the only other ops it may run: a hint for honest slips, not what the grade rests on:
 
@@ -101,10 +102,10 @@ _OPTIONAL_CHECK_KEYS = {
     "evidence": str,
     "error_path": bool,
 }
-# What a check's grade rests on (COURSE.md, "What a grade rests on"): values the checker
-# receives and what it sees itself, its own reading of the source, or what only the student's
-# process reports about itself, a claim, worth at most CLAIM_POINTS.
-EVIDENCE = ("observed", "read", "claimed")
+# What a check's grade rests on (docs/instructors.md, "What a grade rests on"): values the
+# checker receives and what it sees and runs itself, or what only the student's process
+# reports about itself, a claim: a function's claims are worth at most CLAIM_POINTS together.
+EVIDENCE = ("observed", "claimed")
 CLAIM_POINTS = 1
 
 

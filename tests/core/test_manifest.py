@@ -197,3 +197,25 @@ def test_error_path_checks_are_marked():
         "gpt-logits-too-long",
         "lr-validates",
     }
+
+
+def test_the_instructors_guide_says_what_each_grade_rests_on():
+    """docs/instructors.md's "What a grade rests on" names the functions graded on their graph
+    (a by-hand rule in a lesson that computes with torch) and those with a claim, as the
+    manifest has them."""
+    root = MANIFEST.parents[1]
+    text = (root / "docs" / "instructors.md").read_text(encoding="utf-8")
+    section = text.split("## What a grade rests on\n", 1)[1].split("\n## ", 1)[0]
+    bullets = {line.split("**")[1]: line for line in section.split("\n- ")[1:]}
+    manifest = load_manifest()
+    torch_rules = {
+        rule.function
+        for lesson in manifest.lessons
+        if "import torch" in (root / "solutions" / f"{lesson.module}.py").read_text("utf-8")
+        for rule in lesson.rules
+    }
+    claims = {c.function for c in manifest.checks if c.evidence == "claimed"}
+    named = {word.strip("`,.:") for word in bullets["On its graph"].split() if "`" in word}
+    assert named == torch_rules
+    claimed = {word.strip("`,.:()") for word in bullets["On a claim"].split() if "`" in word}
+    assert claims <= claimed
