@@ -13,7 +13,8 @@ The reading, in the checker's own process, before any of the student's code runs
   read, decode or parse (``Package.unreadable``): such a file fails its lesson's import, by the
   submission's doing, and that one line says why;
 * reads only what a lesson's grading imports: its module and the package's modules that one
-  imports, each parsed once, within MAX_FILE_BYTES a file (a larger one is flagged, not read);
+  imports, each parsed once, within MAX_FILE_BYTES a file and MAX_PACKAGE_BYTES in all (what is
+  over is flagged, not read);
 * follows a by-hand function's code through the module-level names it uses (helpers, aliases,
   classes, names imported from the package's own modules), reading each definition once: the
   work grows with the size of the code (``Package.work`` counts it);
@@ -42,14 +43,23 @@ from core.manifest import Rule
 
 ALIAS = "submission"  # the package's name in the worker (graders/worker/serving.py)
 MAX_FILE_BYTES = 1_000_000  # a lesson module is tens of kilobytes
+MAX_PACKAGE_BYTES = 4_000_000  # all the files one grading's reading reads
 MAX_FLAGS = 5  # per function: enough for a reviewer to find the lines
 MAX_HOPS = 32  # re-exports followed from module to module (a cycle ends there)
 
 # Builtins that run code the reading cannot see, when the function reaches them, and the same
-# by their modules' paths.
+# by their modules' paths, with the other ways code arrives as data.
 UNFOLLOWED = frozenset({"eval", "exec", "compile", "__import__"})
 UNFOLLOWED_PATHS = frozenset(
-    {"importlib.import_module", "importlib.__import__", *(f"builtins.{n}" for n in UNFOLLOWED)}
+    {
+        "importlib.import_module",
+        "importlib.__import__",
+        *(f"builtins.{name}" for name in UNFOLLOWED),
+        # code that arrives as data: a pickle's or marshal's payload, a function made of it
+        *(f"{module}.{name}" for module in ("pickle", "marshal") for name in ("load", "loads")),
+        "types.FunctionType",
+        "types.CodeType",
+    }
 )
 
 # The torch names an ``allowlist`` rule's code may reach by path (in-place forms included): any
@@ -221,6 +231,7 @@ class Package:
         self.unreadable: dict[str, Flag] = {}  # module -> why Python cannot import its file
         self.unfollowed: dict[str, Flag] = {}  # module -> why the reading left it out
         self.work = 0  # syntax nodes the reading visited, indexing and following, in all
+        self.read_bytes = 0  # of the files parsed, in all
 
     @classmethod
     def read(cls, target: Path) -> Package:
@@ -274,6 +285,9 @@ class Package:
             if found is None:
                 return None
             file, data = found
+            if self.read_bytes + len(data) > MAX_PACKAGE_BYTES:
+                raise _Unreadable(file, 0, f"the files read before it reach {MAX_PACKAGE_BYTES}")
+            self.read_bytes += len(data)
             tree = parse(data, file)
         except _Unreadable as problem:
             if problem.line == 0:  # Python may import it; the reading leaves it out

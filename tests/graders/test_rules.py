@@ -425,14 +425,31 @@ def test_a_match_counts_against_the_function_whose_code_reaches_it():
 
 
 def test_code_the_reading_cannot_follow_is_flagged_in_the_function():
+    """exec under another name, a computed getattr of torch, a pickle's payload (issue 42's
+    routes past a reading of names), and a library function stored into an attribute or a
+    subscript first: each is flagged on its own line."""
     body = """
+        import pickle
         run = exec
         run("y = 1")
-        return getattr(torch, "layer" + "_norm")(x, x.shape[-1:], weight, bias, eps)
+        f = getattr(torch, "layer" + "_norm")
+        g = pickle.loads(b"payload")
+        box = {}
+        box["f"] = F.layer_norm
+        x.norm_of = torch.layer_norm
+        return f(x, x.shape[-1:], weight, bias, eps) + g
     """
-    found = _evidence(_solutions_with("layer_norm", body), "layer_norm")
-    reasons = " | ".join(flag.reason for flag in found)
-    assert "cannot follow (exec)" in reasons and "looks a name of torch up" in reasons
+    sources = _solutions_with("layer_norm", body)
+    found = {flag.line: flag.reason for flag in _evidence(sources, "layer_norm")}
+    expected = {
+        "run = exec": "cannot follow (exec)",
+        "f = getattr(torch": "looks a name of torch up",
+        "g = pickle.loads": "cannot follow (pickle.loads)",
+        'box["f"] = F.layer_norm': "uses torch.nn.functional.layer_norm",
+        "x.norm_of = torch.layer_norm": "uses torch.layer_norm",
+    }
+    for text, reason in expected.items():
+        assert reason in found.get(_line_of(sources["block"], text), ""), (text, found)
 
 
 # Files Python's importer reads and the reading must read alike (issue 42: both were left out
@@ -496,6 +513,17 @@ def test_a_file_over_the_limit_is_left_out_and_said_so(tmp_path):
         and "not read" in found.reason
         and str(MAX_FILE_BYTES) in found.reason
     )
+
+
+def test_the_files_read_in_all_are_bounded(monkeypatch):
+    import graders.rules
+
+    sources = _solutions()
+    monkeypatch.setattr(graders.rules, "MAX_PACKAGE_BYTES", len(sources["block"].encode()) + 10)
+    package = Package.of_sources(sources)
+    assert package.module("block") is not None and package.module("attention") is None
+    assert "not read" in package.unfollowed["attention"].reason
+    assert package.cannot_import("attention") is None  # Python may import it: not its fault
 
 
 def _chain(names: int) -> str:
