@@ -254,8 +254,9 @@ class GradingPlugin:
 
     def _read_package(self) -> None:
         """Every selected lesson's files, read as its import reads them (graders/rules.py): what
-        only the source shows of its by-hand functions, and a file that Python cannot parse,
-        are flagged for review in the report with file and line. No point rests on them."""
+        only the source shows of its by-hand functions is flagged for review in the report with
+        file and line, and no point rests on it; a file Python cannot parse is kept for the
+        lesson's import error."""
         package = Package.read(self.client.target)
         for slug, lesson in self.lessons.items():
             self.report.flag(slug, package.review(lesson.module, lesson.rules))

@@ -26,8 +26,9 @@ and no hint.
 ``flagged`` lists, for an instructor to review, what the checker's reading of the lesson's files
 found before anything ran (graders/rules.py): per by-hand function, what only its source shows
 (``adamw_step`` building a ``torch.optim`` optimizer), and with ``function`` null a file the
-reading could not read or follow (one Python cannot parse fails the lesson's import, and
-``import_error`` names it). No point rests on a flag. Empty when there is nothing to read.
+reading left out (over its size limits). No point rests on a flag. Empty when there is nothing
+to read. A file Python cannot parse is no flag: it fails the lesson's import, and
+``import_error`` names it, its line and the cause.
 
 ``explained_by`` is null, or the id of an earlier failed check whose mistake explains this
 failure too: the same diagnosed mistake of the same function, a diagnosed mistake of the same

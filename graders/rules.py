@@ -327,9 +327,9 @@ class Package:
 
     def review(self, name: str, rules: tuple[Rule, ...] | list[Rule]) -> list[Flag]:
         """What the instructor should read in module ``name``'s package: files its import reads
-        that the reading could not read or follow, then each rule's evidence."""
-        files = self.imports_of(name)
-        flags = [self.unreadable.get(m) or self.unfollowed.get(m) for m in files]
+        that the reading left out, then each rule's evidence. (A file Python cannot parse is
+        not here: it fails the lesson's import, whose one line, ``cannot_import``, says why.)"""
+        flags = [self.unfollowed.get(module) for module in self.imports_of(name)]
         found = [flag for flag in flags if flag is not None]
         for rule in rules:
             found += self.evidence(name, rule)
