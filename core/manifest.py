@@ -27,17 +27,19 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     off-by-one = "from-ids-to-vectors"
 
 ``evidence`` is one of EVIDENCE (docs/instructors.md, "What a grade rests on"): ``observed``
-(values the checker receives as plain data, and what it sees itself), ``read`` (the checker's
-reading of the source; every check of a function with a rule rests on it too) or ``claimed``
+(values the checker receives as plain data, and what it sees and runs itself) or ``claimed``
 (what only the student's process reports about itself: a module's mode during a call, whether
-autograd was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check
-("raises ValueError ...") earns its points only when the function's other selected checks pass,
-so an error raised with no exercise written earns nothing.
+autograd was on). The checker's reading of the source is no evidence: it flags for review.
+A function's claimed checks together are worth at most CLAIM_POINTS: its several claims are
+one check, with a mistake for each. An ``error_path`` check ("raises ValueError ...") earns
+its points only when the function's other selected checks pass, so an error raised with no
+exercise written earns nothing.
 
-A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names`` must not appear in the
-code of ``function`` and what it uses, read by the checker before anything runs
-(graders/rules.py); with ``allowlist = true`` only elementwise, reduction and shape operations
-of torch may; ``message`` is the hint of a breach. The torch operations in ``ops`` (schema
+A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names``, where the code of
+``function`` and what it uses names them, are flagged for review by the checker's reading
+before anything runs (graders/rules.py; no point rests on it), and with ``allowlist = true`` so
+is a torch operation there that is not elementwise, reduction or shape; ``message`` is the
+hint of a breach. The torch operations in ``ops`` (schema
 names, e.g. ``aten::logsumexp``; optional) are also watched in the worker while it runs, with
 ``allow`` the only other ops it may run: a hint for honest slips, not what the grade rests on:
 
@@ -104,10 +106,10 @@ _OPTIONAL_CHECK_KEYS = {
     "evidence": str,
     "error_path": bool,
 }
-# What a check's grade rests on (docs/instructors.md, "What a grade rests on"): values the checker
-# receives and what it sees itself, its own reading of the source, or what only the student's
-# process reports about itself, a claim, worth at most CLAIM_POINTS.
-EVIDENCE = ("observed", "read", "claimed")
+# What a check's grade rests on (docs/instructors.md, "What a grade rests on"): values the
+# checker receives and what it sees and runs itself, or what only the student's process
+# reports about itself, a claim: a function's claims are worth at most CLAIM_POINTS together.
+EVIDENCE = ("observed", "claimed")
 CLAIM_POINTS = 1
 
 
@@ -453,6 +455,7 @@ def _lesson(raw: Any, where: str) -> Lesson:
     if not isinstance(raw_checks, list):
         raise ManifestError(f"{where}: 'check' must be an array of tables ([[lesson.check]])")
     checks = tuple(_check(c, raw, f"{where}, check {i + 1}") for i, c in enumerate(raw_checks))
+    _claims_capped(checks, where)
     seen: dict[tuple[str, str], str] = {}
     for check in checks:
         for key, hint in check.mistakes.items():
@@ -493,6 +496,24 @@ def _lesson(raw: Any, where: str) -> Lesson:
         builds_on=builds_on,
         no_rule=MappingProxyType({k: v.strip() for k, v in no_rule.items()}),
     )
+
+
+def _claims_capped(checks: tuple[Check, ...], where: str) -> None:
+    """A function's claimed checks, public and hidden together, are worth CLAIM_POINTS at most:
+    a forged report of what the student's process did buys no more than that, however many
+    behaviours it claims. Several claims of one function are one check with a mistake each."""
+    claimed: dict[str, list[Check]] = {}
+    for check in checks:
+        if check.evidence == "claimed":
+            claimed.setdefault(check.function, []).append(check)
+    for function, found in claimed.items():
+        total = sum(check.points for check in found)
+        if total > CLAIM_POINTS:
+            ids = ", ".join(check.id for check in found)
+            raise ManifestError(
+                f"{where}: {function}'s claimed checks ({ids}) are worth {total} points; a "
+                f"function's claims are worth {CLAIM_POINTS} at most: make them one check"
+            )
 
 
 def _builds_on(raw: Any, functions: list[str], where: str) -> Mapping[str, tuple[str, ...]]:

@@ -12,8 +12,9 @@ points, hint and link; graders/public and graders/hidden hold the pytest tests b
 the student's code runs only in a separate worker process, a fresh fork for every lesson
 (graders/worker/, graders/client.py), which holds nothing trusted. The checks' expected
 answers come from graders/secret/oracles/, a function's dependencies are answered by the
-checker (graders/secret/dependencies.py, with graders/secret/trusted.py), and "by hand" rules
-are read from the student's code in the checker (graders/rules.py) and watched in the worker.
+checker (graders/secret/dependencies.py, with graders/secret/trusted.py), and what only the
+source of a "by hand" function shows is flagged for review by the checker's reading of the
+student's code (graders/rules.py), which costs no point.
 graders/secret/ implements exercises, so the student release leaves it out and replays answers
 recorded at release time instead (graders/answers.py, instructor/release.py).
 Importing this

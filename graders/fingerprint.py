@@ -29,8 +29,8 @@ def lesson_files(target: Path, module: str) -> list[Path]:
         seen.add(name)
         try:
             tree = ast.parse(path.read_bytes())
-        except (SyntaxError, ValueError):
-            continue
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue  # Python cannot parse it either: the lesson's import says why
         waiting.extend(_imported(tree, target.name))
     return sorted(target / f"{name}.py" for name in seen)
 

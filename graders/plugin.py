@@ -30,7 +30,7 @@ from .checking import CheckFailed, GraderUnavailable, same
 from .client import StudentError, WorkerClient, WorkerUnavailable
 from .hints import ERROR_PATH, IN_PLACE
 from .report import Report
-from .rules import Breach, Package
+from .rules import Flag, Package
 from .worker.protocol import GENERATOR
 
 NOT_RUN = "not run (module failed to import)"
@@ -61,14 +61,12 @@ class Student:
         check: Check,
         lesson: Lesson,
         timeout: float,
-        breaches: dict[str, Breach | None] | None = None,
     ):
         self._client = client
         self.check = check
         self.lesson = lesson
         self.module = lesson.module
         self.timeout = timeout
-        self._breaches = {} if breaches is None else breaches  # function -> rule broken
         self._fatal: CheckFailed | None = None  # a crash or timeout ends the check
 
     def _guard(self, run: Callable[[], Any], function: str) -> Any:
@@ -76,8 +74,6 @@ class Student:
             raise self._fatal
         rule = self.lesson.rule(function)
         try:
-            if rule is not None:
-                self._obey(rule)
             return run()
         except CheckFailed as failure:
             if failure.hint is not None:
@@ -88,12 +84,6 @@ class Student:
                 self._fatal = CheckFailed(error.detail, hint=rule.message)
                 raise self._fatal from None
             raise
-
-    def _obey(self, rule: Rule) -> None:
-        """The rule, as the checker read it from the package before anything ran."""
-        breach = self._breaches.get(rule.function)
-        if breach is not None:
-            raise CheckFailed(str(breach), hint=rule.message)
 
     def _rule(self, function: str) -> dict | None:
         rule = self.lesson.rule(function)
@@ -237,7 +227,7 @@ class GradingPlugin:
         self._failure: dict[str, tuple[str | None, str, str | None]] = {}
         self._lesson_left: dict[str, int] = {}
         self._lesson_now: str | None = None  # the lesson whose worker is running
-        self._breaches: dict[str, dict[str, Breach | None]] = {}  # lesson -> function -> breach
+        self._unreadable: dict[str, Flag] = {}  # lesson -> a file its import reads, unparsable
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -251,7 +241,7 @@ class GradingPlugin:
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self._read_rules()  # before any of the student's code runs
+        self._read_package()  # before any of the student's code runs
         try:
             self.client.start()  # Python and torch load in the worker while pytest collects
         except WorkerUnavailable as error:
@@ -312,19 +302,17 @@ class GradingPlugin:
             return None
         return check
 
-    def _read_rules(self) -> None:
-        """Every selected lesson's rules, read from the whole package (graders/rules.py); what
-        breaks one is flagged for review in the report, with its file and line."""
+    def _read_package(self) -> None:
+        """Every selected lesson's files, read as its import reads them (graders/rules.py): what
+        only the source shows of its by-hand functions is flagged for review in the report with
+        file and line, and no point rests on it; a file Python cannot parse is kept for the
+        lesson's import error."""
         package = Package.read(self.client.target)
         for slug, lesson in self.lessons.items():
-            found = {rule.function: package.breach(lesson.module, rule) for rule in lesson.rules}
-            self._breaches[slug] = found
-            flagged: list[tuple[str | None, Breach]] = [
-                (function, breach) for function, breach in found.items() if breach is not None
-            ]
-            if not lesson.rules and package.hiding is not None:
-                flagged = [(None, package.hiding)]
-            self.report.flag(slug, flagged)
+            self.report.flag(slug, package.review(lesson.module, lesson.rules))
+            unreadable = package.cannot_import(lesson.module)
+            if unreadable is not None:
+                self._unreadable[slug] = unreadable
 
     # -- the fixture --------------------------------------------------------------------------
 
@@ -345,11 +333,16 @@ class GradingPlugin:
         try:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:
-            self.report.import_failed(lesson.slug, _import_failure(lesson.module, error))
+            # A file Python cannot parse: the reading's line names it and the cause, whatever
+            # the import did with it (a MemoryError may end the lesson process).
+            unreadable = self._unreadable.get(lesson.slug)
+            message = (
+                _import_failure(lesson.module, error) if unreadable is None else str(unreadable)
+            )
+            self.report.import_failed(lesson.slug, message)
             self._failure[check.id] = (None, NOT_RUN, None)
             pytest.skip("the module failed to import")
-        breaches = self._breaches.setdefault(lesson.slug, {})
-        return Student(self.client, check, lesson, timeout, breaches)
+        return Student(self.client, check, lesson, timeout)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:

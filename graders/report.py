@@ -23,10 +23,12 @@ it is now from one of an older version.
 (exception, file and line); its checks then have detail "not run (module failed to import)"
 and no hint.
 
-``flagged`` lists what the checker's reading of the package refused before anything ran
-(graders/rules.py), for an instructor to review: per by-hand function whose rule it breaks
-(that function scores 0), or with ``function`` null where code that reaches the grader or hides
-what it calls sits in a package whose lesson has no rule. Empty when nothing was refused.
+``flagged`` lists, for an instructor to review, what the checker's reading of the lesson's files
+found before anything ran (graders/rules.py): per by-hand function, what only its source shows
+(``adamw_step`` building a ``torch.optim`` optimizer), and with ``function`` null a file the
+reading left out (over its size limits). No point rests on a flag. Empty when there is nothing
+to read. A file Python cannot parse is no flag: it fails the lesson's import, and
+``import_error`` names it, its line and the cause.
 
 ``explained_by`` is null, or the id of an earlier failed check whose mistake explains this
 failure too: the same diagnosed mistake of the same function, a diagnosed mistake of the same
@@ -54,7 +56,7 @@ from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
 from .fingerprint import fingerprint
 from .hints import NOT_IMPLEMENTED
-from .rules import Breach
+from .rules import Flag
 from .where import released_site
 
 NOT_GRADED = "not graded"
@@ -185,11 +187,11 @@ class Report:
             lesson["import_error"] = printable(message)
             self.write()
 
-    def flag(self, slug: str, breaches: Sequence[tuple[str | None, Breach]]) -> None:
-        """What the reading refused in the lesson's package, function by function."""
+    def flag(self, slug: str, flags: Sequence[Flag]) -> None:
+        """What the reading of the lesson's files found for review (graders/rules.py)."""
         self.lesson(slug)["flagged"] = [
-            {"function": function, "file": b.file, "line": b.line, "reason": printable(b.reason)}
-            for function, b in breaches
+            {"function": f.function, "file": f.file, "line": f.line, "reason": printable(f.reason)}
+            for f in flags
         ]
         self.write()
 

@@ -1,163 +1,70 @@
-""" "By hand" rules, read from the student's code in the checker's own process, before any of
-it runs.
+"""The checker's reading of the submitted package: evidence for an instructor's review, never a
+grade.
 
-A rule (``[[lesson.rule]]`` in course/lessons.toml) says that a function must compute a thing
-itself: ``cross_entropy`` may not call a library cross-entropy, log-softmax or log-sum-exp. The
-grade rests on this reading alone (the worker's watch of the torch operations,
-graders/worker/by_hand.py, runs beside the student's code and only gives honest slips an early
-hint). The reading covers:
+A by-hand function (``[[lesson.rule]]`` in course/lessons.toml) is graded on what it computes:
+the checker runs its operator graph. What only its source can show is flagged for review, with
+file and line: ``adamw_step`` building a ``torch.optim`` optimizer runs the same elementwise
+operators as a step written by hand. The report lists it under ``flagged``; no point rests on it.
 
-* the whole package, every file, module-level code included: code that reaches the grader or
-  hides what it calls is refused wherever it is (``HIDING``: ``sys.modules`` and the rest of
-  ``sys`` but a few plain attributes, frames, ``gc``, ``ctypes``, ``importlib``, ``eval``,
-  ``getattr`` with a computed name, tensor subclasses and ``as_subclass``, classes that define
-  how they are pickled or how torch treats them, threads and processes, torch's dispatch
-  internals). Such a package breaks every rule, and the report flags it for review.
-* the rule's function: its source, default arguments, decorators and annotations, and every
-  module-level name it uses, followed through the module (aliases, helpers, classes, imports)
-  and into the other modules of the package that it imports. A name the rule forbids anywhere
-  in that code breaks it; so does a name looked up at run time (``DYNAMIC``). A rule with
-  ``allowlist = true`` allows only elementwise, reduction, shape and creation operations of
-  torch there (``ALLOWED``): a torch function or method that is not one of them (the library's
-  named version of the exercise, or anything that computes it under another name) breaks it.
+The reading, in the checker's own process, before any of the student's code runs:
 
-The reading over-approximates (a local variable that shares a module-level alias's name is
-followed too): a correct submission trips it only by naming the forbidden functions in the
-code that the rule covers, which the lesson asks not to do.
+* decodes each file as Python's importer does (a PEP 263 coding line, a UTF-8 byte-order mark:
+  ``tokenize.detect_encoding``) and names the file, the line and the cause of what it cannot
+  read, decode or parse (``Package.unreadable``): such a file fails its lesson's import, by the
+  submission's doing, and that one line says why;
+* reads only what a lesson's grading imports: its module and the package's modules that one
+  imports, each parsed once, within MAX_FILE_BYTES a file and MAX_PACKAGE_BYTES in all (what is
+  over is flagged, not read);
+* follows a by-hand function's code through the module-level names it uses (helpers, aliases,
+  classes, names imported from the package's own modules), reading each definition once: the
+  work grows with the size of the code (``Package.work`` counts it);
+* counts what it finds against the rule's function whose code reaches it, naming the helper
+  that holds it, never against the package.
+
+Evidence: a name the rule forbids (as an attribute, an imported name, a ``getattr`` string); in
+an ``allowlist`` rule's code, a torch function named by its path (``torch.optim.AdamW``,
+``F.softmax``) that is not an elementwise, reduction or shape operation (ALLOWED); and code the
+reading cannot follow (``exec`` and its kind, ``getattr`` of torch with a computed name). Not
+evidence: docstrings, comments, the module's ``if __name__ == "__main__":`` block, what the
+function never reaches, and the names a student defines (variables, parameters, helpers).
 """
 
 from __future__ import annotations
 
 import ast
-import functools
+import collections
+import io
+import tokenize
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.manifest import Rule
 
-# Anywhere in the package: names that reach the grader, its watch or the torch dispatcher, or
-# that run code where no one looks (threads, processes).
-TAMPERING = frozenset(
+ALIAS = "submission"  # the package's name in the worker (graders/worker/serving.py)
+MAX_FILE_BYTES = 1_000_000  # a lesson module is tens of kilobytes
+MAX_PACKAGE_BYTES = 4_000_000  # all the files one grading's reading reads
+MAX_FLAGS = 5  # per function: enough for a reviewer to find the lines
+MAX_HOPS = 32  # re-exports followed from module to module (a cycle ends there)
+
+# Builtins that run code the reading cannot see, when the function reaches them, and the same
+# by their modules' paths, with the other ways code arrives as data.
+UNFOLLOWED = frozenset({"eval", "exec", "compile", "__import__"})
+UNFOLLOWED_PATHS = frozenset(
     {
-        "_python_dispatch",
-        "_pop_mode",
-        "_push_mode",
-        "_disable_current_modes",
-        "_unset_dispatch_mode",
-        "_set_dispatch_mode",
-        "_DisableTorchDispatch",
-        "DisableTorchFunction",
-        "DisableTorchFunctionSubclass",
-        "_get_current_dispatch_mode_stack",
-        "_C",
-        "_ops",
-        "redispatch",
-        "_ExcludeDispatchKeyGuard",
-        "_DisablePythonDispatcher",
-        "_dispatch_tls_set_dispatch_key_excluded",
-        "_pop_torch_dispatch_stack",
-        "_push_on_torch_dispatch_stack",
-        "TorchDispatchMode",
-        "TorchFunctionMode",
-        "ctypes",
-        "subprocess",
-        "multiprocessing",
-        "threading",
-        "_thread",
-        "concurrent",
-        "fork",
-        "system",
-        "popen",
-        "grader_worker",
-        # frames, the interpreter's hooks and its objects: what reaches the grader's own state
-        "setprofile",
-        "settrace",
-        "_getframe",
-        "currentframe",
-        "inspect",
-        "f_back",
-        "f_globals",
-        "f_locals",
-        "f_builtins",
-        "tb_frame",
-        "gi_frame",
-        "cr_frame",
-        "__traceback__",
-        "gc",
-        # code that hides what it calls
-        "importlib",
-        "import_module",
-        "__import__",
-        "builtins",
-        "__builtins__",
-        "__globals__",
-        "__code__",
-        "__closure__",
-        "__subclasses__",
-        "__bases__",
-        "__mro__",
-        "__getattr__",
-        "__getattribute__",
-        "__setattr__",
-        "__delattr__",
-        # tensors that run code of their own: when torch calls them, when they are pickled
-        "as_subclass",
-        "_make_subclass",
-        "_make_wrapper_subclass",
-        "__torch_function__",
-        "__torch_dispatch__",
-        "__reduce__",
-        "__reduce_ex__",
-        "__getstate__",
-        "__setstate__",
-        "copyreg",
-        # torch's registries of kernels and overrides
-        "library",
-        "overrides",
+        "importlib.import_module",
+        "importlib.__import__",
+        *(f"builtins.{name}" for name in UNFOLLOWED),
+        # code that arrives as data: a pickle's or marshal's payload, a function made of it
+        *(f"{module}.{name}" for module in ("pickle", "marshal") for name in ("load", "loads")),
+        "types.FunctionType",
+        "types.CodeType",
     }
 )
 
-# Anywhere in the package: builtins that hide what they call, when called by name.
-HIDDEN_CALLS = frozenset({"eval", "exec", "compile"})
-
-# The only attributes of ``sys`` the package may use: plain values and the streams.
-SYS_PLAIN = frozenset(
-    {
-        "stdout",
-        "stderr",
-        "stdin",
-        "maxsize",
-        "float_info",
-        "version_info",
-        "platform",
-        "argv",
-        "exit",
-    }
-)
-
-# Classes a submission may not derive from: tensors (their methods run when torch or the
-# grader touches them).
-TENSOR_BASES = frozenset({"Tensor", "Parameter", "Buffer"})
-
-# In the code a rule covers: names that look code up at run time, which the reading could not
-# follow (a by-hand function never needs them).
-DYNAMIC = frozenset(
-    {
-        "getattr",
-        "setattr",
-        "__dict__",
-        "vars",
-        "globals",
-        "locals",
-        "attrgetter",
-        "methodcaller",
-        "modules",
-    }
-)
-
-# The torch operations a rule with ``allowlist = true`` allows (in-place forms included): any
-# elementwise, reduction, shape, indexing and creation operation, the attributes of a tensor
-# and the results of a reduction, dtypes and constants. Anything else of torch is refused.
+# The torch names an ``allowlist`` rule's code may reach by path (in-place forms included): any
+# elementwise, reduction, shape, indexing and creation operation, dtypes and constants, and
+# the module paths on the way to them. A path through any other name is evidence.
 ALLOWED = frozenset(
     {
         # elementwise
@@ -178,272 +85,431 @@ ALLOWED = frozenset(
         "sum", "nansum", "mean", "nanmean", "var", "std", "var_mean", "std_mean", "max", "min",
         "amax", "amin", "aminmax", "argmax", "argmin", "prod", "cumsum", "cumprod", "cummax",
         "cummin", "count_nonzero", "any", "all", "sort", "argsort", "topk", "kthvalue",
-        "median", "values", "indices",
+        "median",
         # products (einsum and matmul are not any exercise's twin)
         "matmul", "mm", "bmm", "mv", "dot", "inner", "outer", "einsum", "tensordot",
         # shape and indexing
-        "shape", "size", "dim", "ndim", "ndimension", "numel", "nelement", "reshape", "view",
-        "view_as", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze", "permute",
-        "transpose", "t", "T", "mT", "swapaxes", "swapdims", "movedim", "moveaxis", "expand",
-        "expand_as", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "repeat",
-        "repeat_interleave", "tile", "cat", "concat", "concatenate", "stack", "hstack",
-        "vstack", "split", "chunk", "unbind", "narrow", "select", "index_select", "gather",
-        "take_along_dim", "masked_select", "nonzero", "argwhere", "scatter", "scatter_add",
-        "index_add", "index_fill", "index_copy", "index_put", "masked_scatter", "flip", "roll",
-        "tril", "triu", "diagonal", "contiguous", "one_hot",
+        "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "permute", "transpose", "t",
+        "swapaxes", "swapdims", "movedim", "moveaxis", "broadcast_to", "broadcast_tensors",
+        "broadcast_shapes", "repeat_interleave", "tile", "cat", "concat", "concatenate",
+        "stack", "hstack", "vstack", "split", "chunk", "unbind", "narrow", "select",
+        "index_select", "gather", "take_along_dim", "masked_select", "nonzero", "argwhere",
+        "scatter", "scatter_add", "index_add", "index_fill", "index_copy", "index_put",
+        "masked_scatter", "flip", "roll", "tril", "triu", "diagonal", "one_hot",
         # creation and conversion
         "tensor", "as_tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-        "full_like", "empty_like", "arange", "linspace", "eye", "new_tensor", "new_zeros",
-        "new_ones", "new_full", "new_empty", "clone", "detach", "to", "type_as", "float",
-        "double", "half", "long", "int", "bool", "item", "tolist", "fill", "zero", "copy",
-        # attributes, types, dtypes, constants, autograd switches
-        "dtype", "device", "requires_grad", "grad", "is_floating_point", "is_complex",
-        "is_tensor", "Tensor", "Size", "finfo", "iinfo", "result_type", "promote_types",
-        "get_default_dtype", "float16", "float32", "float64", "bfloat16", "int8", "int16",
-        "int32", "int64", "uint8", "pi", "e", "inf", "nan", "no_grad", "enable_grad",
-        "is_grad_enabled",
-        # module paths: what follows them is read on its own
+        "full_like", "empty_like", "arange", "linspace", "eye", "clone",
+        # types, dtypes, constants, autograd switches
+        "is_floating_point", "is_complex", "is_tensor", "Tensor", "Size", "finfo", "iinfo",
+        "result_type", "promote_types", "get_default_dtype", "float16", "float32", "float64",
+        "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool", "long", "float", "pi",
+        "e", "inf", "nan", "no_grad", "enable_grad", "is_grad_enabled", "dtype", "device",
+        # module paths: what follows them is judged on its own
         "torch", "nn", "functional", "special", "linalg",
     }
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Breach:
-    """Where and why a rule is broken: ``reason`` names the offending name."""
+class Flag:
+    """Something for an instructor to read by hand: where, why, and the by-hand function whose
+    code reaches it (None: a file the reading could not read or follow)."""
 
     file: str
     line: int
     reason: str
+    function: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.reason} ({self.file}, line {self.line})"
+        return f"{self.file}, line {self.line}: {self.reason}"
 
 
-@dataclass(frozen=True)
-class Package:
-    """The submitted package, parsed: every module by its dotted name in the package
-    ("objective", "helpers.maths"). Source that does not parse is left to the import."""
+class _Unreadable(Exception):
+    """A file the reading cannot read: line 0 where Python itself may (too large to read)."""
 
-    trees: dict[str, ast.Module]
+    def __init__(self, file: str, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.file, self.line, self.reason = file, line, reason
+
+
+def decode(data: bytes, file: str) -> str:
+    """``data`` as Python's importer reads it: the encoding of its coding line or byte-order
+    mark (UTF-8 without either). Raises _Unreadable with the line and the cause."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:  # an unknown codec, or a byte-order mark and another coding
+        raise _Unreadable(file, error.lineno or 1, f"SyntaxError: {error.msg}") from None
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as error:
+        start = getattr(error, "start", 0)
+        line = data.count(b"\n", 0, start) + 1
+        shown = encoding.removesuffix("-sig")
+        raise _Unreadable(
+            file,
+            line,
+            f"SyntaxError: byte 0x{data[start]:02x} is not {shown}; save the file as {shown}",
+        ) from None
+
+
+def parse(data: bytes, file: str) -> ast.Module:
+    """The module ``data`` holds, parsed as the importer parses it; _Unreadable if it cannot be."""
+    text = decode(data, file)
+    try:
+        return ast.parse(text, file)
+    except SyntaxError as error:
+        raise _Unreadable(file, error.lineno or 1, f"SyntaxError: {error.msg}") from None
+    except ValueError as error:  # null bytes
+        raise _Unreadable(file, 1, f"SyntaxError: {error}") from None
+    except (MemoryError, RecursionError) as error:  # nesting deeper than the parser's stack
+        raise _Unreadable(
+            file, 1, f"{type(error).__name__}: nested too deeply for Python's parser"
+        ) from None
+
+
+@dataclass
+class _Module:
+    """One parsed file: where each module-level name is bound, and what its imports name."""
+
+    name: str
+    file: str
+    tree: ast.Module
+    bound: dict[str, list[ast.AST]]  # name -> the statements (or values) that bind it
+    imported: dict[str, str]  # name -> the dotted path it was imported as ("torch.nn.functional")
+    modules: list[str]  # every module its imports name, dotted ("submission.helpers", "torch")
+    work: int = 0  # syntax nodes its indexing visited
 
     @classmethod
-    def of_sources(cls, sources: dict[str, str]) -> Package:
-        trees: dict[str, ast.Module] = {}
-        for name, source in sources.items():
-            try:
-                trees[name] = ast.parse(source, f"{name}.py")
-            except (SyntaxError, ValueError):
-                continue
-        return cls(trees)
+    def of(cls, name: str, file: str, tree: ast.Module) -> _Module:
+        module = cls(name, file, tree, {}, {}, [])
+        for statement in _top_level(tree.body):
+            module._bind(statement)
+        return module
+
+    def _bind(self, statement: ast.stmt) -> None:
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            paths = _imports(statement, self.name)
+            self.imported.update(paths)
+            if isinstance(statement, ast.Import):
+                self.modules += [alias.name for alias in statement.names]
+            else:  # ``from .x import y``: x, and x.y where that is a module
+                self.modules += [path.rpartition(".")[0] for path in paths.values()]
+                self.modules += list(paths.values())
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            self.bound.setdefault(statement.name, []).append(statement)
+        elif isinstance(statement, ast.For | ast.AsyncFor):
+            for node in ast.walk(statement.target):
+                if isinstance(node, ast.Name):
+                    self.bound.setdefault(node.id, []).append(statement.iter)
+        elif isinstance(statement, ast.With | ast.AsyncWith):
+            for item in statement.items:
+                for node in ast.walk(item.optional_vars or ast.Pass()):
+                    if isinstance(node, ast.Name):
+                        self.bound.setdefault(node.id, []).append(item.context_expr)
+        else:
+            for node in ast.walk(statement):
+                self.work += 1
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    self.bound.setdefault(node.id, []).append(statement)
+            alias = _alias(statement)
+            if alias is not None and alias[1] in self.imported:  # ``F = torch.nn.functional``
+                name, root, parts = alias
+                self.imported[name] = ".".join([self.imported[root], *parts])
+
+
+_Next = tuple[_Module, ast.AST, str]  # a definition to read: its module, its node, its name
+
+
+class Package:
+    """The submitted package, read as its lessons' grading needs it. ``source`` gives a module's
+    bytes by its dotted name in the package ("objective", "helpers.maths"), None where there is
+    no such module, or raises _Unreadable."""
+
+    def __init__(self, source: Callable[[str], tuple[str, bytes] | None]) -> None:
+        self._source = source  # module name -> (its file, its bytes), None where there is none
+        self._modules: dict[str, _Module | None] = {}
+        self.unreadable: dict[str, Flag] = {}  # module -> why Python cannot import its file
+        self.unfollowed: dict[str, Flag] = {}  # module -> why the reading left it out
+        self.work = 0  # syntax nodes the reading visited, indexing and following, in all
+        self.read_bytes = 0  # of the files parsed, in all
 
     @classmethod
     def read(cls, target: Path) -> Package:
-        """Every ``.py`` file under ``target`` (files that cannot be read are left out)."""
+        """The package in the folder ``target``."""
         target = Path(target)
-        sources: dict[str, str] = {}
-        for path in sorted(target.rglob("*.py")):
-            try:
-                name = ".".join(path.relative_to(target).with_suffix("").parts)
-                sources[name] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-        return cls.of_sources(sources)
 
-    @functools.cached_property
-    def hiding(self) -> Breach | None:
-        """The first thing anywhere in the package that reaches the grader or hides what it
-        calls, or None."""
-        for name, tree in self.trees.items():
-            found = _hiding(tree)
-            if found is not None:
-                return Breach(_file(name), found[1], f"the submission uses {found[0]}")
-        return None
-
-    def breach(self, module: str, rule: Rule) -> Breach | None:
-        """Why ``rule.function`` of ``module`` breaks the rule, or None."""
-        if self.hiding is not None:
-            return self.hiding
-        if module not in self.trees:
+        def source(name: str) -> tuple[str, bytes] | None:
+            parts = name.split(".")
+            for path in (
+                target.joinpath(*parts).with_suffix(".py"),
+                target.joinpath(*parts, "__init__.py"),
+            ):
+                file = path.relative_to(target).as_posix()
+                try:
+                    if not path.is_file():
+                        continue
+                    size = path.stat().st_size
+                    if size > MAX_FILE_BYTES:
+                        raise _Unreadable(
+                            file, 0, f"{size} bytes, over the reading's {MAX_FILE_BYTES}"
+                        )
+                    return file, path.read_bytes()
+                except OSError as error:
+                    raise _Unreadable(
+                        file, 0, f"cannot be read: {error.strerror or error}"
+                    ) from None
             return None
-        bindings = {name: _module_bindings(tree) for name, tree in self.trees.items()}
-        start = bindings[module].get(rule.function)
-        if not start:
+
+        return cls(source)
+
+    @classmethod
+    def of_sources(cls, sources: Mapping[str, str | bytes]) -> Package:
+        """The package of ``sources`` (module name -> its text or bytes)."""
+
+        def source(name: str) -> tuple[str, bytes] | None:
+            text = sources.get(name)
+            if text is None:
+                return None
+            return _file(name), text.encode("utf-8") if isinstance(text, str) else text
+
+        return cls(source)
+
+    def module(self, name: str) -> _Module | None:
+        """The parsed module ``name``, or None (absent, unreadable, too large: then said in
+        ``unreadable`` or ``unfollowed``)."""
+        if name in self._modules:
+            return self._modules[name]
+        self._modules[name] = None
+        try:
+            found = self._source(name)
+            if found is None:
+                return None
+            file, data = found
+            if self.read_bytes + len(data) > MAX_PACKAGE_BYTES:
+                raise _Unreadable(file, 0, f"the files read before it reach {MAX_PACKAGE_BYTES}")
+            self.read_bytes += len(data)
+            tree = parse(data, file)
+        except _Unreadable as problem:
+            if problem.line == 0:  # Python may import it; the reading leaves it out
+                self.unfollowed[name] = Flag(problem.file, 1, f"not read: {problem.reason}")
+            else:
+                self.unreadable[name] = Flag(problem.file, problem.line, problem.reason)
             return None
-        forbidden = set(rule.names) | DYNAMIC
-        seen: set[int] = set()
-        queue = [(module, node) for node in start]
-        while queue:
-            where, node = queue.pop()
-            if id(node) in seen:
+        self._modules[name] = module = _Module.of(name, file, tree)
+        self.work += module.work
+        return module
+
+    def imports_of(self, name: str) -> list[str]:
+        """``name`` and the package's modules its import runs, transitively, in import order:
+        the files a lesson's import reads (a file that does not parse adds only itself)."""
+        order: list[str] = []
+        waiting, seen = [name], set()
+        while waiting:
+            current = waiting.pop()
+            if current in seen:
                 continue
-            seen.add(id(node))
-            prose = _prose(self.trees[where])
-            found = _scan(node, forbidden, bindings[where], rule.function, prose)
-            if found is None and rule.allowlist:
-                found = _outside_allowlist(node, prose)
-            if found is not None:
-                return Breach(_file(where), found[1], f"{rule.function} uses {found[0]}")
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Name) and inner.id in bindings[where]:
-                    queue.extend((where, bound) for bound in bindings[where][inner.id])
-                for other in _package_imports(inner, where, self.trees):
-                    queue.extend((other, statement) for statement in self.trees[other].body)
+            seen.add(current)
+            module = self.module(current)
+            if module is None and current not in self.unreadable | self.unfollowed:
+                continue
+            order.append(current)
+            if module is not None:
+                found = [m.split(".", 1)[1] for m in module.modules if m.startswith(ALIAS + ".")]
+                waiting.extend(reversed(found))
+        return order
+
+    def cannot_import(self, name: str) -> Flag | None:
+        """The first of the files ``name``'s import reads that Python cannot parse, or None."""
+        for module in self.imports_of(name):
+            if module in self.unreadable:
+                return self.unreadable[module]
         return None
 
+    def review(self, name: str, rules: tuple[Rule, ...] | list[Rule]) -> list[Flag]:
+        """What the instructor should read in module ``name``'s package: files its import reads
+        that the reading left out, then each rule's evidence. (A file Python cannot parse is
+        not here: it fails the lesson's import, whose one line, ``cannot_import``, says why.)"""
+        flags = [self.unfollowed.get(module) for module in self.imports_of(name)]
+        found = [flag for flag in flags if flag is not None]
+        for rule in rules:
+            found += self.evidence(name, rule)
+        return found
 
-def breach(sources: dict[str, str], module: str, rule: Rule) -> Breach | None:
-    """``Package.breach`` for the package of ``sources`` (module name -> source)."""
-    return Package.of_sources(sources).breach(module, rule)
-
-
-def breach_in(target: Path, module: str, rule: Rule) -> Breach | None:
-    """``Package.breach`` for the package in ``target``."""
-    return Package.read(target).breach(module, rule)
-
-
-def _file(module: str) -> str:
-    return module.replace(".", "/") + ".py"
-
-
-def _line(node: ast.AST, default: int = 0) -> int:
-    return getattr(node, "lineno", default)
-
-
-def _prose(tree: ast.Module) -> set[int]:
-    """Bare strings (docstrings, which may well explain what not to call) are not code."""
-    return {
-        id(node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-    }
+    def evidence(self, name: str, rule: Rule) -> list[Flag]:
+        """What in the code ``rule.function`` of module ``name`` reaches only its source shows."""
+        module = self.module(name)
+        if module is None or rule.function not in module.bound:
+            return []
+        reading = _Reading(self, rule)
+        for node in module.bound[rule.function]:
+            reading.visit(module, node, rule.function)
+        return reading.flags
 
 
-def _names(node: ast.AST) -> list[str]:
-    """The identifiers a node names: a name, an attribute, the parts of an imported name or
-    module, a defined function or class, and a string (``getattr(F, "...")``)."""
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.alias):
-        return node.name.split(".")
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.ImportFrom) and node.module:
-        return node.module.split(".")
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    return []
+class _Reading:
+    """One rule's walk through the code its function reaches: each node once."""
+
+    def __init__(self, package: Package, rule: Rule) -> None:
+        self.package = package
+        self.rule = rule
+        self.forbidden = frozenset(rule.names)
+        self.flags: list[Flag] = []
+        self._seen: set[int] = set()
+
+    def visit(self, module: _Module, start: ast.AST, holder: str) -> None:
+        waiting: list[tuple[_Module, ast.AST, str]] = [(module, start, holder)]
+        while waiting:
+            where, node, holder = waiting.pop()
+            if id(node) in self._seen:
+                continue
+            self._seen.add(id(node))
+            waiting.extend(self._scan(where, node, holder))
+
+    def _scan(self, module: _Module, node: ast.AST, holder: str) -> Iterator[_Next]:
+        """Flag what ``node`` holds; yield the definitions it uses, to be read in turn."""
+        covered: set[int] = set()  # the inner parts of an attribute path, judged with it
+        local: dict[str, str] = {}  # names this code imports itself
+        for inner in _code(node):  # breadth first: a path comes before its parts
+            self.package.work += 1
+            if isinstance(inner, ast.Import | ast.ImportFrom):
+                paths = _imports(inner, module.name)
+                local.update(paths)
+                for path in paths.values():
+                    self._judge(module, inner, path, holder)
+                    yield from self._into_package(path)
+            elif isinstance(inner, ast.Attribute):
+                covered.add(id(inner.value))
+                if id(inner) not in covered:
+                    yield from self._attribute(module, inner, local, holder)
+            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                yield from self._name(module, inner, local, holder, id(inner) in covered)
+            elif isinstance(inner, ast.Call):
+                self._getattr(module, inner, local, holder)
+
+    def _name(
+        self, module: _Module, node: ast.Name, local: dict[str, str], holder: str, root: bool
+    ) -> Iterator[_Next]:
+        path = local.get(node.id) or module.imported.get(node.id)
+        if path is not None:
+            if not root:  # a path's root is judged with the path
+                self._judge(module, node, path, holder)
+                yield from self._into_package(path)
+        elif node.id in module.bound:
+            yield from ((module, bound, node.id) for bound in module.bound[node.id])
+        elif node.id in UNFOLLOWED:
+            self._flag(module, node, f"runs code the reading cannot follow ({node.id})", holder)
+
+    def _attribute(
+        self, module: _Module, node: ast.Attribute, local: dict[str, str], holder: str
+    ) -> Iterator[_Next]:
+        parts: list[str] = []
+        base: ast.AST = node
+        while isinstance(base, ast.Attribute):
+            parts.insert(0, base.attr)
+            base = base.value
+        root = base.id if isinstance(base, ast.Name) else None
+        path = None if root is None else local.get(root) or module.imported.get(root)
+        if path is None:  # an attribute of the student's own object: only its names are judged
+            if any(part in self.forbidden for part in parts):
+                shown = ".".join([root or "(...)", *parts])
+                self._flag(module, node, f"uses {shown}", holder)
+            return
+        full = ".".join([path, *parts])
+        self._judge(module, node, full, holder)
+        yield from self._into_package(full)
+
+    def _getattr(self, module: _Module, node: ast.Call, local: dict[str, str], holder: str) -> None:
+        if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args):
+            return
+        name = node.args[1] if len(node.args) > 1 else None
+        target = node.args[0]
+        root = target.id if isinstance(target, ast.Name) else None
+        path = None if root is None else local.get(root) or module.imported.get(root)
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            if path is not None:
+                self._judge(module, node, f"{path}.{name.value}", holder)
+            elif name.value in self.forbidden:
+                self._flag(module, node, f"uses {name.value}", holder)
+        elif path is not None and path.split(".")[0] == "torch":
+            self._flag(module, node, f"looks a name of {path} up at run time", holder)
+
+    def _judge(self, module: _Module, node: ast.AST, path: str, holder: str) -> None:
+        """A dotted path the code names: a forbidden name on it, or (allowlist) a torch path
+        through anything but an allowed operation."""
+        parts = path.split(".")
+        if parts[0] == ALIAS:  # the package's own code: read where it is defined instead
+            return
+        named = [part for part in parts if part in self.forbidden]
+        if path in UNFOLLOWED_PATHS:
+            self._flag(module, node, f"runs code the reading cannot follow ({path})", holder)
+        elif named:
+            self._flag(module, node, f"uses {path}", holder)
+        elif self.rule.allowlist and parts[0] == "torch":
+            outside = [part for part in parts[1:] if not _allowed(part)]
+            if outside:
+                what = "not an elementwise, reduction or shape operation"
+                self._flag(module, node, f"uses {path}, {what}", holder)
+
+    def _into_package(self, path: str) -> Iterator[_Next]:
+        """The definition a path names in the package's own modules, to be read in turn
+        (through the modules that import it from one another, a bounded number of hops)."""
+        for _ in range(MAX_HOPS):
+            parts = path.split(".")
+            if parts[0] != ALIAS:
+                return
+            for cut in range(len(parts), 1, -1):
+                other = self.package.module(".".join(parts[1:cut]))
+                if other is not None:
+                    break
+            else:
+                return
+            rest = parts[cut:]
+            if not rest:
+                return
+            if rest[0] not in other.imported:
+                yield from ((other, bound, rest[0]) for bound in other.bound.get(rest[0], []))
+                return
+            path = ".".join([other.imported[rest[0]], *rest[1:]])
+
+    def _flag(self, module: _Module, node: ast.AST, what: str, holder: str) -> None:
+        if len(self.flags) >= MAX_FLAGS:
+            return
+        function = self.rule.function
+        where = "" if holder == function else f" (in {holder}, which {function} uses)"
+        flag = Flag(module.file, getattr(node, "lineno", 1), f"{function} {what}{where}", function)
+        if flag not in self.flags:
+            self.flags.append(flag)
 
 
-def _hiding(tree: ast.Module) -> tuple[str, int] | None:
-    """What in one file reaches the grader or hides what it calls: (what, line)."""
-    prose = _prose(tree)
-    sys_names = _sys_aliases(tree)
-    line = 0
-    for node in ast.walk(tree):
-        if id(node) in prose:
-            continue
-        line = _line(node, line)
-        for name in _names(node):
-            if name in TAMPERING:
-                return name, line
-        if isinstance(node, ast.ImportFrom) and node.module == "sys":
-            for alias in node.names:
-                if alias.name not in SYS_PLAIN:
-                    return f"sys.{alias.name}", line
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.value.id in sys_names and node.attr not in SYS_PLAIN:
-                return f"sys.{node.attr}", line
-        if isinstance(node, ast.Attribute) and node.attr == "__class__":
-            if isinstance(node.ctx, ast.Store | ast.Del):  # an object's class switched
-                return "__class__ =", line
-        found = _hiding_call(node) or _hiding_class(node)
-        if found is not None:
-            return found, line
-    # ``sys`` as a value (passed on, stored): whatever receives it could reach sys.modules
-    bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in sys_names and id(node) not in bases:
-            return "sys (as a value)", _line(node)
-    return None
+def _code(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` (breadth first) without annotations: a type hint names, it does not run."""
+    waiting = collections.deque([node])
+    while waiting:
+        current = waiting.popleft()
+        yield current
+        for field, value in ast.iter_fields(current):
+            if field in ("annotation", "returns"):
+                continue
+            if isinstance(value, list):
+                waiting.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                waiting.append(value)
 
 
-def _sys_aliases(tree: ast.Module) -> set[str]:
-    """The names a file gives the module ``sys`` (``import sys``, ``import sys as s``)."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "sys":
-                    found.add(alias.asname or "sys")
-    return found
-
-
-def _hiding_call(node: ast.AST) -> str | None:
-    """``getattr``/``setattr``/``delattr`` with a name computed at run time, ``eval`` and its
-    kind, a class made by ``type(name, bases, namespace)``."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+def _alias(statement: ast.stmt) -> tuple[str, str, list[str]] | None:
+    """``name = root.a.b``: (name, root, [a, b]), the module-level aliases of an import."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return None
-    name = node.func.id
-    if name in HIDDEN_CALLS:
-        return name
-    if name in ("getattr", "setattr", "delattr", "hasattr"):
-        given = node.args[1] if len(node.args) > 1 else None
-        if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
-            return f"{name} with a computed name"
-        if name == "setattr" and given.value == "__class__":
-            return "setattr(..., '__class__', ...)"
-    if name == "type" and len(node.args) == 3:
-        return "type(name, bases, namespace)"
-    return None
-
-
-def _hiding_class(node: ast.AST) -> str | None:
-    """A class derived from a tensor (its methods run where torch or the grader touch it)."""
-    if not isinstance(node, ast.ClassDef):
-        return None
-    for base in node.bases:
-        for inner in ast.walk(base):
-            for name in _names(inner):
-                if name in TENSOR_BASES:
-                    return f"a tensor subclass ({node.name})"
-    return None
-
-
-def _scan(
-    node: ast.AST,
-    forbidden: set[str] | frozenset[str],
-    bindings: dict[str, list[ast.AST]],
-    own: str,
-    prose: set[int],
-) -> tuple[str, int] | None:
-    line = _line(node)
-    for inner in ast.walk(node):
-        if id(inner) in prose:
-            continue
-        line = _line(inner, line)
-        if isinstance(inner, ast.Name) and (inner.id == own or inner.id in bindings):
-            continue  # the function itself, or a module-level name: followed, not judged
-        if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue  # a name the student defines is theirs
-        for name in _names(inner):
-            if name in forbidden:
-                return name, line
-    return None
-
-
-@functools.cache
-def _torch_names() -> frozenset[str]:
-    """Every public name of torch, its tensors and its functional and maths namespaces, and
-    their submodules: what an allowlist rule judges (other names are the student's own)."""
-    import torch
-    import torch.nn.functional as F  # noqa: N812
-
-    spaces = [torch, torch.Tensor, F, torch.nn, torch.special, torch.linalg, torch.fft]
-    names = {name for space in spaces for name in dir(space) if not name.startswith("__")}
-    return frozenset(names | {"optim", "ops", "aten", "utils", "distributions", "func"})
+    parts: list[str] = []
+    value = statement.value
+    while isinstance(value, ast.Attribute):
+        parts.insert(0, value.attr)
+        value = value.value
+    return (statement.targets[0].id, value.id, parts) if isinstance(value, ast.Name) else None
 
 
 def _allowed(name: str) -> bool:
@@ -452,88 +518,61 @@ def _allowed(name: str) -> bool:
     )
 
 
-def _outside_allowlist(node: ast.AST, prose: set[int]) -> tuple[str, int] | None:
-    """A torch name in ``node`` that is not an allowed operation: an attribute (``F.x``,
-    ``t.x()``), a name imported from torch, a torch module imported."""
-    torch_names = _torch_names()
-    line = _line(node)
-    for inner in ast.walk(node):
-        if id(inner) in prose:
-            continue
-        line = _line(inner, line)
-        names: list[str] = []
-        if isinstance(inner, ast.Attribute):
-            names = [inner.attr]
-        elif isinstance(inner, ast.ImportFrom) and (inner.module or "").split(".")[0] == "torch":
-            names = [*(inner.module or "").split(".")[1:], *(a.name for a in inner.names)]
-        elif isinstance(inner, ast.Import):
-            names = [
-                p for a in inner.names if a.name.startswith("torch.") for p in a.name.split(".")
-            ]
-        for name in names:
-            if name in torch_names and not _allowed(name):
-                return f"{name}, not an elementwise, reduction or shape operation", line
-    return None
+def _file(module: str) -> str:
+    return module.replace(".", "/") + ".py"
 
 
-def _package_imports(node: ast.AST, where: str, trees: dict[str, ast.Module]) -> list[str]:
-    """The package's own modules that an import statement names (relative, or by the name
-    the worker gives the package, or by a module's own name)."""
-    names: list[str] = []
-    if isinstance(node, ast.ImportFrom):
-        base = where.split(".")[: -node.level] if node.level else []
-        stem = [*base, *(node.module.split(".") if node.module else [])]
-        if stem[:1] == ["submission"]:
-            stem = stem[1:]
-        names.append(".".join(stem))
-        names.extend(".".join([*stem, alias.name]) for alias in node.names)
-    elif isinstance(node, ast.Import):
+def _imports(node: ast.Import | ast.ImportFrom, where: str) -> dict[str, str]:
+    """The names an import binds and the dotted path of each: the package's own modules under
+    ALIAS (relative imports resolved from module ``where``)."""
+    found: dict[str, str] = {}
+    if isinstance(node, ast.Import):
         for alias in node.names:
-            parts = alias.name.split(".")
-            names.append(".".join(parts[1:] if parts[0] == "submission" else parts))
-    return [name for name in names if name in trees and name != where]
-
-
-def _module_bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
-    """Every module-level statement that binds a name, by that name."""
-    bindings: dict[str, list[ast.AST]] = {}
-
-    def bind(name: str, node: ast.AST) -> None:
-        bindings.setdefault(name, []).append(node)
-
-    for statement in _top_level(tree.body):
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bind(statement.name, statement)
-        elif isinstance(statement, ast.Import):
-            for alias in statement.names:
-                bind((alias.asname or alias.name).split(".")[0], alias)
-        elif isinstance(statement, ast.ImportFrom):  # the module's name is read too
-            for alias in statement.names:
-                bind(alias.asname or alias.name, statement)
-        else:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    bind(node.id, statement)
-        # globals assigned inside functions (global x; x = ...) are bound by that function
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Global):
-                    for name in node.names:
-                        bind(name, statement)
-    return bindings
-
-
-def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Module-level statements, looking inside if/try/with blocks (still module level)."""
-    found: list[ast.stmt] = []
-    for statement in body:
-        found.append(statement)
-        if isinstance(statement, ast.If | ast.Try | ast.With | ast.For | ast.While):
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                inner = getattr(statement, field, [])
-                for item in inner:
-                    if isinstance(item, ast.ExceptHandler):
-                        found.extend(_top_level(item.body))
-                    elif isinstance(item, ast.stmt):
-                        found.extend(_top_level([item]))
+            if alias.asname:
+                found[alias.asname] = alias.name
+            else:
+                found[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        return found
+    if node.level:
+        package = where.split(".")[: -node.level] if node.level <= where.count(".") + 1 else []
+        base = ".".join([ALIAS, *package, *([node.module] if node.module else [])])
+    else:
+        base = node.module or ""
+    for alias in node.names:
+        if alias.name != "*":
+            found[alias.asname or alias.name] = f"{base}.{alias.name}"
     return found
+
+
+def _is_main(statement: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``: what runs only when the file runs as a script."""
+    test = statement.test if isinstance(statement, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Module-level statements, inside if/try/with/for blocks too (still module level), but
+    the ``__main__`` block's."""
+    waiting = list(reversed(body))
+    while waiting:
+        statement = waiting.pop()
+        if isinstance(statement, ast.If):
+            inner = statement.orelse if _is_main(statement) else statement.body + statement.orelse
+            waiting.extend(reversed(inner))
+        elif isinstance(statement, ast.Try | ast.TryStar):
+            handlers = [s for h in statement.handlers for s in h.body]
+            inner = statement.body + handlers + statement.orelse + statement.finalbody
+            waiting.extend(reversed(inner))
+        elif isinstance(statement, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
+            if not isinstance(statement, ast.While):
+                yield statement  # its target or ``as`` name is bound by its header
+            waiting.extend(reversed(statement.body + getattr(statement, "orelse", [])))
+        else:
+            yield statement

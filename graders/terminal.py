@@ -117,7 +117,22 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
             Text.assemble(("  ✗ ", "red"), (function, "bold"), (": not implemented yet", "yellow"))
         )
         print_link(console, check["link"], indent=6)
+    render_flagged(console, lesson)
     console.print()
+
+
+def render_flagged(console: Any, lesson: dict[str, Any]) -> None:
+    """The lesson's ``flagged`` entries: what the reading found for an instructor to read,
+    one line each with its file and line; no point rests on them."""
+    from rich.text import Text
+
+    flagged = lesson.get("flagged") or []
+    if not flagged:
+        return
+    console.print(Text("  flagged for review (no points rest on these):", "bold yellow"))
+    for entry in flagged:
+        where = f"{entry.get('file')}, line {entry.get('line')}"
+        console.print(Text.assemble("    ", (where, "cyan"), ": ", str(entry.get("reason"))))
 
 
 def print_link(console: Any, link: str, indent: int = 0) -> None:

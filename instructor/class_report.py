@@ -65,7 +65,7 @@ class Score:
 
 @dataclass(frozen=True)
 class Flag:
-    """Code the checker's reading refused, for review by hand (a report's ``flagged`` entry)."""
+    """Code the checker's reading flagged for review by hand (a report's ``flagged`` entry)."""
 
     student: str
     lesson: str
@@ -415,14 +415,15 @@ def reteach_section(report: ClassReport, manifest: Manifest) -> list[str]:
 
 
 def flagged_section(report: ClassReport) -> list[str]:
-    """Code the checker's reading refused: the students and lines to read by hand."""
+    """What the checker's reading flagged: the students and lines to read by hand."""
     if not report.flagged:
         return []
     e = html.escape
     out = [
         "<section id='flagged'><h2>Flagged for review</h2>",
-        "<p>Code of the latest submissions that the checker's reading refused: read it "
-        "before you trust these grades.</p>",
+        "<p>What the checker's reading of the latest submissions found for review: lines "
+        "only the source shows (a library twin a by-hand function names) and files it could "
+        "not read. No point rests on them: read them before you trust these grades.</p>",
         "<div class='scroll'><table><tr><th>student</th><th>lesson</th><th>function</th>"
         "<th>where</th><th>why</th></tr>",
     ]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.checking import as_bool, fail, hidden_settings
+from graders.checking import hidden_settings
 from graders.public.test_training import (
     STEP_MISTAKES,
     adamw_case,
@@ -74,12 +74,9 @@ def test_train_step_adamw(student, seed, n_micro, B, T, clip, steps):
 @hidden_settings
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 4), start=st.booleans())
 def test_evaluate_random(student, seed, n, start):
-    got = check_eval_loss(student, eval_config(seed, n, start_training=start), "evaluate")
-    if as_bool(got["training_after"], "model.training") != start:
-        fail("evaluate did not restore the model's mode")
-    for record in got["records"]:
-        if as_bool(record["training"], "training") or as_bool(record["grad"], "grad"):
-            fail("evaluate ran the model in train mode or with gradients")
+    # The loss alone: the model's mode and grad mode are what the student's process reports,
+    # a claim, which the public evaluate-mode-and-batches check holds at its one point.
+    check_eval_loss(student, eval_config(seed, n, start_training=start), "evaluate")
 
 
 @pytest.mark.check("fit-random")

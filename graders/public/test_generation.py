@@ -231,7 +231,7 @@ def test_generate_seeded(student):
     check_generate(student, config, "generate(temperature=0.8, top_k=4, seeded generator)")
 
 
-@pytest.mark.check("generate-no-grad")
+@pytest.mark.check("generate-no-grad-keeps-prompt")
 def test_generate_no_grad(student):
     config = gen_config(4, 1, 2, 3, 8, temperature=0.0)
     got = check_generate(student, config, "generate(ids [1, 2], 3 new tokens)")
@@ -239,7 +239,7 @@ def test_generate_no_grad(student):
         fail("the model ran with gradients enabled during generate", "grad-enabled")
 
 
-@pytest.mark.check("generate-leaves-ids")
+@pytest.mark.check("generate-no-grad-keeps-prompt")
 def test_generate_leaves_ids(student):
     config = gen_config(5, 2, 3, 4, 8, temperature=0.0)
     got = run_generate(student, config, "generate(ids [2, 3], 4 new tokens)")

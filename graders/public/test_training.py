@@ -392,7 +392,7 @@ def test_train_step_unequal_batches(student):
     check_returned_mean(got, config, what)
 
 
-@pytest.mark.check("train-step-leaves-batches")
+@pytest.mark.check("train-step-mode-and-batches")
 def test_train_step_leaves_batches(student):
     config = step_config(7, 3)
     got = run_step(student, config)
@@ -458,7 +458,7 @@ def test_train_step_ignore_index(student):
     )
 
 
-@pytest.mark.check("train-step-train-mode")
+@pytest.mark.check("train-step-mode-and-batches")
 def test_train_step_train_mode(student):
     config = step_config(5, 2, start_training=False)
     got = run_step(student, config)
@@ -514,7 +514,7 @@ def test_evaluate_mean_loss(student):
     check_eval_loss(student, eval_config(1, 3), "evaluate(toy model, 3 batches)")
 
 
-@pytest.mark.check("evaluate-eval-mode")
+@pytest.mark.check("evaluate-mode-and-batches")
 def test_evaluate_eval_mode(student):
     got = check_eval_loss(student, eval_config(2, 2), "evaluate(toy model, 2 batches)")
     records = as_list(got["records"], "the model's calls", lambda v, w: v)
@@ -526,7 +526,7 @@ def test_evaluate_eval_mode(student):
         fail("gradients were enabled during evaluate", "grad-enabled")
 
 
-@pytest.mark.check("evaluate-restores-mode")
+@pytest.mark.check("evaluate-mode-and-batches")
 @pytest.mark.parametrize("start_training", [True, False], ids=["from-train", "from-eval"])
 def test_evaluate_restores_mode(student, start_training):
     got = run_evaluate(student, eval_config(3, 2, start_training=start_training))
@@ -539,7 +539,7 @@ def test_evaluate_restores_mode(student, start_training):
         )
 
 
-@pytest.mark.check("evaluate-leaves-batches")
+@pytest.mark.check("evaluate-mode-and-batches")
 def test_evaluate_leaves_batches(student):
     config = eval_config(4, 3)
     got = run_evaluate(student, config)

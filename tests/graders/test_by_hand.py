@@ -251,9 +251,12 @@ def test_every_route_loses_every_point(tmp_path, route, module):
     assert {c["function"] for c in checks} == set(names), [c["id"] for c in lesson["checks"]]
     assert not any(c["passed"] for c in checks), [c["id"] for c in checks if c["passed"]]
     assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
-    flagged = {entry["function"]: entry for entry in lesson["flagged"]}  # for review
-    assert set(names) <= set(flagged), lesson["flagged"]
-    assert all(flagged[name]["line"] > 0 for name in names), lesson["flagged"]
+    # For review: the routes whose source names the library (an op under another name, as a
+    # tensor method, only the operator graph shows).
+    named = [name for name in names if route != "unlisted-op" or name != "cross_entropy"]
+    flagged = {entry["function"]: entry for entry in lesson["flagged"]}
+    assert set(named) <= set(flagged), lesson["flagged"]
+    assert all(flagged[name]["line"] > 0 for name in named), lesson["flagged"]
 
 
 # Correct by-hand versions that make tensors of Python data (constants, indices from ranges

@@ -133,7 +133,7 @@ HOSTILE = {
             hog = torch.ones(20 << 30, dtype=torch.uint8)  # 20 GiB, touched
             return hog.float().mean()
     """,
-        "by hand",  # add_positions' tensor subclass breaks every by-hand rule of the package
+        None,  # out of memory, or refused by the by-hand rule: no point either way
     ),
     "lm_loss": (
         "objective",
@@ -188,8 +188,10 @@ HOSTILE = {
         None,
     ),
 }
-# (attention, a by-hand function, loses its points to the package's tensor subclass)
-CONTROLS = {"TokenWindows", "pad_targets", "position_ids", "packed_targets"}
+# attention, a by-hand function, keeps its points beside add_positions' tensor subclass: the
+# reading of the package counts what it finds against the function that reaches it, never
+# against the package (issue 42).
+CONTROLS = {"TokenWindows", "pad_targets", "position_ids", "packed_targets", "attention"}
 LESSONS = ["embeddings", "windows", "attention", "objective", "packing", "generation"]
 
 
@@ -273,14 +275,12 @@ def test_correct_neighbours_keep_every_point(hostile_run, function):
     ]
 
 
-def test_the_packages_tensor_subclass_is_flagged_for_review(hostile_run):
+def test_a_tensor_subclass_in_one_function_is_no_evidence_against_another(hostile_run):
+    """add_positions' tensor subclass costs add_positions its points (its answer is not plain
+    data); the by-hand functions beside it are not flagged for it."""
     lessons = {lesson["slug"]: lesson for lesson in hostile_run[0]["lessons"]}
-    flagged = {slug: lessons[slug]["flagged"] for slug in ("embeddings", "attention", "objective")}
-    assert [e["function"] for e in flagged["embeddings"]] == [None]  # no rule there
-    assert [e["function"] for e in flagged["attention"]] == ["attention"]
-    assert [e["function"] for e in flagged["objective"]] == ["cross_entropy"]
-    for entry in (e for entries in flagged.values() for e in entries):
-        assert entry["file"] == "embeddings.py" and "tensor subclass" in entry["reason"], entry
+    for slug in ("embeddings", "attention", "objective"):
+        assert lessons[slug]["flagged"] == [], lessons[slug]["flagged"]
 
 
 def test_a_module_that_hangs_on_import_costs_only_its_lesson(hostile_run):

@@ -4,6 +4,8 @@ arguments earned the "raises ValueError" checks with no exercise written)."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from variants import Variant, build_target
 
@@ -67,23 +69,146 @@ def test_an_error_raised_by_a_stub_earns_nothing(tmp_path):
         assert check["hint"] == first["hint"] and check["hint"], check
 
 
-def test_code_that_reaches_the_grader_is_flagged_in_a_lesson_without_rules(tmp_path):
-    """Flagged for review with its file and line; the lesson's functions (no rule) keep their
-    points, while every by-hand function of the package loses its own."""
+def _edit(path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_honest_code_the_old_reading_refused_keeps_every_point(tmp_path):
+    """Issue 42's honest submissions, together: gelu's constant named _C, a __main__ self-test
+    against F.layer_norm and tiktoken, p.data in adamw_step, gc.collect() and getattr(module,
+    name) in fit, a variable named library, sys.path.insert, inspect.stack() in an error
+    message, a module __getattr__, importlib.metadata in the tokenizer's module. Full marks,
+    public and hidden, and nothing flagged."""
     import graders
 
     target = build_target(tmp_path)
-    (target / "helpers.py").write_text("import sys\n\nworker = sys.modules.get('grader')\n")
+    block = target / "block.py"
+    _edit(block, "    inner = math.sqrt(2.0 / math.pi) * (x", "    inner = _C * (x")
+    block.write_text(
+        block.read_text(encoding="utf-8")
+        + "\n_C = math.sqrt(2.0 / math.pi)\n\n"
+        + 'if __name__ == "__main__":\n'
+        + "    import tiktoken\n\n"
+        + "    x, w, b = torch.randn(2, 4), torch.ones(4), torch.zeros(4)\n"
+        + "    assert torch.allclose(layer_norm(x, w, b), F.layer_norm(x, (4,), w, b))\n"
+        + "    assert tiktoken.get_encoding('gpt2').n_vocab == 50257\n",
+        encoding="utf-8",
+    )
+    training = target / "training.py"
+    _edit(training, "        decayed = p * (1", "        decayed = p.data * (1")
+    _edit(
+        training,
+        "import math\n",
+        "import gc\nimport inspect\nimport math\nimport os\nimport sys\n\n"
+        "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+        "library = {'optimizer': 'by hand'}\n",
+    )
+    fit_body = "    # BEGIN SOLUTION\n"
+    text = training.read_text(encoding="utf-8")
+    at = text.index(fit_body, text.index("def fit("))
+    training.write_text(
+        text[:at]
+        + fit_body
+        + "    gc.collect()\n    getattr(model, 'train')(True)\n"
+        + text[at + len(fit_body) :]
+        + "\n\ndef _caller() -> str:\n    return inspect.stack()[1].function\n\n\n"
+        + "def __getattr__(name: str):\n"
+        + "    raise AttributeError(f'training has no {name} (called from {_caller()})')\n",
+        encoding="utf-8",
+    )
+    tokens = target / "tokens.py"
+    _edit(
+        tokens,
+        "import regex\n",
+        "import importlib.metadata\n\nimport regex\n\n"
+        "REGEX = importlib.metadata.version('regex')\n",
+    )
     report = graders.grade(
         target,
-        lessons=["embeddings", "training"],
-        hidden=False,
-        functions=["lookup", "adamw_step"],
+        lessons=["tokens", "block", "training"],
+        hidden=True,
         json_path=tmp_path / "r.json",
     )
-    embeddings, training = report["lessons"]
-    expected = {"file": "helpers.py", "line": 3, "reason": "the submission uses sys.modules"}
-    assert embeddings["flagged"] == [{"function": None, **expected}]
-    assert training["flagged"] == [{"function": "adamw_step", **expected}]
-    assert embeddings["points"] == embeddings["max_points"] > 0
-    assert training["points"] == 0 < training["max_points"]
+    for lesson in report["lessons"]:
+        failed = [(c["id"], c["detail"]) for c in lesson["checks"] if not c["passed"]]
+        assert lesson["points"] == lesson["max_points"] > 0, (lesson["slug"], failed)
+        assert lesson["flagged"] == [] and lesson["import_error"] is None, lesson["slug"]
+
+
+def test_a_library_twin_only_its_source_shows_is_flagged_not_zeroed(tmp_path):
+    """adamw_step stepping a torch.optim.AdamW, in a file saved with a byte-order mark (issue
+    42: such a file was left out of the reading): graded on its values, and listed under
+    flagged with its file and line for the instructor; the reading takes no point."""
+    from rich.console import Console
+
+    import graders
+    from graders.terminal import render_lesson
+
+    target = build_target(tmp_path)
+    training = target / "training.py"
+    start = "    # BEGIN SOLUTION\n    beta1, beta2 = betas\n"
+    library = (
+        "    # BEGIN SOLUTION\n"
+        "    ps = [p.detach().clone().requires_grad_(True) for p in params]\n"
+        "    opt = torch.optim.AdamW(ps, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)\n"
+        "    for p, m, v in zip(ps, state.get('exp_avg', []), state.get('exp_avg_sq', [])):\n"
+        "        opt.state[p] = {'step': torch.tensor(float(state['step'])),\n"
+        "                        'exp_avg': m.clone(), 'exp_avg_sq': v.clone()}\n"
+        "    for p, g in zip(ps, grads, strict=True):\n"
+        "        p.grad = g.clone()\n"
+        "    opt.step()\n"
+        "    kept = [opt.state[p] for p in ps]\n"
+        "    return [p.detach() for p in ps], {'step': state.get('step', 0) + 1,\n"
+        "        'exp_avg': [k['exp_avg'] for k in kept],\n"
+        "        'exp_avg_sq': [k['exp_avg_sq'] for k in kept]}\n"
+        "    beta1, beta2 = betas\n"
+    )
+    _edit(training, start, library)
+    text = training.read_text(encoding="utf-8")
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "torch.optim.AdamW(ps" in row)
+    training.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    report = graders.grade(
+        target,
+        lessons=["training"],
+        hidden=True,
+        functions=["adamw_step"],
+        json_path=tmp_path / "r.json",
+    )
+    (lesson,) = report["lessons"]
+    (flag,) = lesson["flagged"]
+    assert (flag["function"], flag["file"], flag["line"]) == ("adamw_step", "training.py", line)
+    assert "torch.optim.AdamW" in flag["reason"]
+    checks = [c for c in lesson["checks"] if c["function"] == "adamw_step"]
+    assert checks and all(c["passed"] for c in checks), [(c["id"], c["detail"]) for c in checks]
+    console = Console(file=io.StringIO(), width=200)
+    render_lesson(console, lesson)
+    shown = console.file.getvalue()
+    assert "flagged for review" in shown and f"training.py, line {line}: " in shown
+
+
+def test_a_file_python_cannot_parse_fails_its_lesson_by_the_submissions_doing(tmp_path):
+    """A module the lesson imports that nests too deeply for Python's parser (issue 42: a
+    MemoryError failed the whole grading as the grader's fault): the grading completes, the
+    lesson's import error is one line naming the file and the cause, and a lesson that does
+    not import it keeps its points."""
+    import graders
+
+    target = build_target(tmp_path)
+    (target / "deep.py").write_text("X = " + "-" * 100_000 + "1\n")
+    _edit(
+        target / "embeddings.py",
+        "from __future__ import annotations\n",
+        "from __future__ import annotations\n\nfrom . import deep  # noqa: F401\n",
+    )
+    report = graders.grade(
+        target, lessons=["embeddings", "windows"], hidden=False, json_path=tmp_path / "r.json"
+    )
+    assert report["complete"]
+    embeddings, windows = report["lessons"]
+    assert embeddings["import_error"] == (
+        "deep.py, line 1: MemoryError: nested too deeply for Python's parser"
+    )
+    assert embeddings["points"] == 0
+    assert windows["points"] == windows["max_points"] > 0 and windows["import_error"] is None

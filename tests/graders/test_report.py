@@ -101,3 +101,38 @@ def test_the_summary_says_when_each_lesson_was_graded(tmp_path: Path) -> None:
     render_total(Console(file=out, width=160, color_system=None), report.data)
     (row,) = [line for line in out.getvalue().splitlines() if " tokens " in f" {line} "]
     assert re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d", row)  # the local time
+
+
+def test_a_file_python_cannot_parse_still_has_a_fingerprint(tmp_path: Path) -> None:
+    """A module the lesson imports that nests deeper than Python's parser goes (a MemoryError
+    while parsing): the fingerprint covers it, and making the report does not fail."""
+    target = _package(tmp_path)
+    (target / "deep.py").write_text("X = " + "-" * 100_000 + "1\n")
+    embeddings = target / "embeddings.py"
+    embeddings.write_text("from . import deep\n" + embeddings.read_text())
+    before = fingerprint(target, "embeddings")
+    (target / "deep.py").write_text("X = 1\n")
+    assert fingerprint(target, "embeddings") != before
+
+
+def test_flags_are_listed_with_their_function_file_line_and_reason(tmp_path: Path) -> None:
+    from graders.rules import Flag
+
+    path = tmp_path / "report.json"
+    report = _grade(_package(tmp_path), path, "training")
+    flags = [
+        Flag("training.py", 12, "adamw_step uses torch.optim.AdamW\x1b[2J", "adamw_step"),
+        Flag("helpers.py", 1, "not read: too large"),
+    ]
+    report.flag("training", flags)
+    (lesson,) = json.loads(path.read_text())["lessons"]
+    assert lesson["flagged"] == [
+        {
+            "function": "adamw_step",
+            "file": "training.py",
+            "line": 12,
+            "reason": "adamw_step uses torch.optim.AdamW",  # no terminal escape left
+        },
+        {"function": None, "file": "helpers.py", "line": 1, "reason": "not read: too large"},
+    ]
+    assert lesson["points"] == lesson["max_points"]  # a flag costs no point

@@ -67,3 +67,20 @@ def test_off_a_terminal_only_the_tables_are_printed():
     ticker.lesson(_lesson(_row("a", True, True), _row("b", True, True)))
     assert screen.getvalue().startswith("Lesson: Tokens become vectors (embeddings) 4/4 points")
     ticker.stop()  # nothing to stop: no error
+
+
+def test_flags_are_shown_under_the_table_with_their_lines():
+    screen = io.StringIO()
+    lesson = _lesson(_row("a", True, True))
+    lesson["flagged"] = [
+        {"function": "lookup", "file": "embeddings.py", "line": 7, "reason": "lookup uses F.x"}
+    ]
+    Ticker(Console(file=screen, force_terminal=False, width=100)).lesson(lesson)
+    shown = screen.getvalue()
+    assert "2/2 points" in shown and "flagged for review (no points rest on these)" in shown
+    assert "embeddings.py, line 7: lookup uses F.x" in shown
+    plain = io.StringIO()
+    Ticker(Console(file=plain, force_terminal=False, width=100)).lesson(
+        _lesson(_row("a", True, True))
+    )
+    assert "flagged" not in plain.getvalue()

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from core.manifest import Manifest
 from graders import hints
-from graders.rules import Package
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -94,19 +93,11 @@ def lessons_used(module: str) -> frozenset[str]:
     )
 
 
-@functools.cache
-def hides(source: str) -> bool:
-    """Whether the checker's reading refuses this code wherever it sits in a package (it
-    reaches the grader or hides what it calls): every by-hand function of the package then
-    scores 0, so such a variant is graded alone."""
-    return Package.of_sources({"variant": textwrap.dedent(source)}).hiding is not None
-
-
 def apart(a: Variant, b: Variant) -> bool:
     """Whether ``a`` and ``b`` may be graded together with the submission's own dependencies:
-    different functions, neither of them in a lesson that the other's lesson imports, neither
-    refused by the reading of the whole package."""
-    if (a.module, a.function) == (b.module, b.function) or hides(a.source) or hides(b.source):
+    different functions, neither of them in a lesson that the other's lesson imports (the
+    reading of the package costs no function a point: it only flags for review)."""
+    if (a.module, a.function) == (b.module, b.function):
         return False
     return a.module not in lessons_used(b.module) and b.module not in lessons_used(a.module)
 
