@@ -170,8 +170,8 @@ def test_every_declared_mistake_is_diagnosed_by_some_grader():
 def test_claims_are_named_and_worth_one_point_per_function_at_most():
     """What only the student's process reports about itself (a model's mode, grad mode, its
     inputs after a scenario) is a claim in the manifest, and a function's claims together are
-    worth 1 point, public and hidden checks alike (issue 42: evaluate's four claims and
-    train_step's two were worth 4 points more)."""
+    worth 1 point, public and hidden checks alike (evaluate's four claims and train_step's
+    two were once worth 4 points more)."""
     manifest = load_manifest()
     claimed = [check for check in manifest.checks if check.evidence == "claimed"]
     ids = {check.id for check in claimed}

@@ -238,6 +238,17 @@ def _route(route: str, names: list[str]) -> tuple[dict[str, str], dict[str, str]
     )
 
 
+# Routes that never hand the checker a graph to refuse: the worker cannot start a thread or a
+# process, a library result made while the answer is packed is not what the graph computes,
+# and a watch replaced through sys.modules changes nothing the graph shows. They lose every
+# point as wrong or failed calls, with the check's own hint, not an accusation.
+STOPPED_BEFORE_A_GRAPH = {
+    "another-thread",
+    "another-process",
+    "library-run-while-pickled",
+    "watch-replaced-through-sys-modules",
+}
+
 # One grading per route and lesson: layer_norm and gelu take the route side by side.
 GROUPS = {"objective": ["cross_entropy"], "block": ["layer_norm", "gelu"]}
 
@@ -250,7 +261,8 @@ def test_every_route_loses_every_point(tmp_path, route, module):
     checks = [c for c in lesson["checks"] if c["function"] in names]
     assert {c["function"] for c in checks} == set(names), [c["id"] for c in lesson["checks"]]
     assert not any(c["passed"] for c in checks), [c["id"] for c in checks if c["passed"]]
-    assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+    if route not in STOPPED_BEFORE_A_GRAPH:
+        assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
     # For review: the routes whose source names the library (an op under another name, as a
     # tensor method, only the operator graph shows).
     named = [name for name in names if route != "unlisted-op" or name != "cross_entropy"]

@@ -190,7 +190,7 @@ HOSTILE = {
 }
 # attention, a by-hand function, keeps its points beside add_positions' tensor subclass: the
 # reading of the package counts what it finds against the function that reaches it, never
-# against the package (issue 42).
+# against the package.
 CONTROLS = {"TokenWindows", "pad_targets", "position_ids", "packed_targets", "attention"}
 LESSONS = ["embeddings", "windows", "attention", "objective", "packing", "generation"]
 

@@ -76,11 +76,11 @@ def _edit(path, old: str, new: str) -> None:
 
 
 def test_honest_code_the_old_reading_refused_keeps_every_point(tmp_path):
-    """Issue 42's honest submissions, together: gelu's constant named _C, a __main__ self-test
-    against F.layer_norm and tiktoken, p.data in adamw_step, gc.collect() and getattr(module,
-    name) in fit, a variable named library, sys.path.insert, inspect.stack() in an error
-    message, a module __getattr__, importlib.metadata in the tokenizer's module. Full marks,
-    public and hidden, and nothing flagged."""
+    """Honest submissions a reading of names once refused, together: gelu's constant named _C,
+    a __main__ self-test against F.layer_norm and tiktoken, p.data in adamw_step, gc.collect()
+    and getattr(module, name) in fit, a variable named library, sys.path.insert,
+    inspect.stack() in an error message, a module __getattr__, importlib.metadata in the
+    tokenizer's module. Full marks, public and hidden, and nothing flagged."""
     import graders
 
     target = build_target(tmp_path)
@@ -189,8 +189,8 @@ def test_a_library_twin_only_its_source_shows_is_flagged_not_zeroed(tmp_path):
 
 
 def test_a_file_python_cannot_parse_fails_its_lesson_by_the_submissions_doing(tmp_path):
-    """A module the lesson imports that nests too deeply for Python's parser (issue 42: a
-    MemoryError failed the whole grading as the grader's fault): the grading completes, the
+    """A module the lesson imports that nests too deeply for Python's parser (a
+    MemoryError once failed the whole grading as the grader's fault): the grading completes, the
     lesson's import error is one line naming the file and the cause, and a lesson that does
     not import it keeps its points."""
     import graders

@@ -1,6 +1,6 @@
 """The checker's reading of the submitted package (graders/rules.py), on its own: no worker.
 
-The reading is evidence for review, never a grade (issue 42). It decodes files as Python's
+The reading is evidence for review, never a grade. It decodes files as Python's
 importer does and names the file, line and cause of what it cannot decode or parse; it flags,
 with file and line, what only a by-hand function's source shows (a library twin by its name,
 a torch operation outside an allowlist rule's, code it cannot follow), against that function
@@ -108,40 +108,6 @@ TWINS = {
         return params, state
         """,
     ],
-    "encode": [
-        """
-        import tiktoken
-        return tiktoken.get_encoding("gpt2").encode_ordinary(text)
-        """,
-        """
-        from gpt.vocab import gpt2_encoding
-        return gpt2_encoding().encode_ordinary(text)
-        """,
-        """
-        from transformers import GPT2TokenizerFast
-        return GPT2TokenizerFast.from_pretrained("gpt2")(text)
-        """,
-    ],
-    "decode": [
-        """
-        import tiktoken
-        return tiktoken.get_encoding("gpt2").decode(ids)
-        """,
-        """
-        from gpt.vocab import gpt2_encoding
-        return gpt2_encoding().decode(ids)
-        """,
-    ],
-    "train_bpe": [
-        """
-        from tiktoken._educational import bpe_train
-        return bpe_train(text, vocab_size, "")
-        """,
-        """
-        import tiktoken
-        return tiktoken._educational.SimpleBytePairEncoding.train(text, vocab_size, "")
-        """,
-    ],
 }
 SIGNATURES = {
     "layer_norm": "x, weight, bias, eps=1e-5",
@@ -149,35 +115,6 @@ SIGNATURES = {
     "cross_entropy": "logits, targets, ignore_index=-100",
     "attention": "q, k, v, mask=None",
     "adamw_step": "params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0",
-    "encode": "text",
-    "decode": "ids",
-    "train_bpe": "text, vocab_size",
-}
-HEADER = "\nimport math\nimport torch\nimport torch.nn.functional as F\n"
-
-
-def _solutions_with(function: str, body: str) -> dict[str, str]:
-    """The sources of solutions/ with ``function`` replaced by one whose body is ``body``."""
-    sources = {
-        path.stem: path.read_text(encoding="utf-8") for path in (ROOT / "solutions").glob("*.py")
-    }
-    module = _module(function)
-    code = f"def {function}({SIGNATURES[function]}):\n" + textwrap.indent(
-        textwrap.dedent(body).strip("\n"), "    "
-    )
-    sources[module] = replace_definition(sources[module], function, code) + HEADER
-    return sources
-
-
-SIGNATURES = {
-    "layer_norm": "x, weight, bias, eps=1e-5",
-    "gelu": "x",
-    "cross_entropy": "logits, targets, ignore_index=-100",
-    "attention": "q, k, v, mask=None",
-    "adamw_step": "params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0",
-    "encode": "text",
-    "decode": "ids",
-    "train_bpe": "text, vocab_size",
 }
 HEADER = "\nimport math\nimport torch\nimport torch.nn.functional as F\n"
 
@@ -204,7 +141,7 @@ def _line_of(source: str, text: str) -> int:
 
 
 def test_every_library_twin_has_a_rule_or_a_reason():
-    """COURSE.md's list of exercises with a library twin."""
+    """The exercises whose computation a library also offers (a "library twin")."""
     twins = {"encode", "decode", "train_bpe", "lookup", "attention", "layer_norm", "gelu"}
     twins |= {"cross_entropy", "lm_loss", "adamw_step"}
     covered = {rule.function for _, rule in RULES}
@@ -325,7 +262,7 @@ def test_a_by_hand_helper_named_like_the_twin_is_the_students_own():
     assert "torch.logsumexp" in str(_evidence(sources, "cross_entropy"))
 
 
-# Honest code that the old name matching refused (issue 42's third bullet): none of it is
+# Honest code that the old name matching refused: none of it is
 # evidence against any function. Each is (module, the text added to its solution).
 HONEST = {
     "gelu-constant-named-C": (
@@ -425,8 +362,8 @@ def test_a_match_counts_against_the_function_whose_code_reaches_it():
 
 
 def test_code_the_reading_cannot_follow_is_flagged_in_the_function():
-    """exec under another name, a computed getattr of torch, a pickle's payload (issue 42's
-    routes past a reading of names), and a library function stored into an attribute or a
+    """exec under another name, a computed getattr of torch, a pickle's payload (routes
+    past a reading of names), and a library function stored into an attribute or a
     subscript first: each is flagged on its own line."""
     body = """
         import pickle
@@ -452,7 +389,7 @@ def test_code_the_reading_cannot_follow_is_flagged_in_the_function():
         assert reason in found.get(_line_of(sources["block"], text), ""), (text, found)
 
 
-# Files Python's importer reads and the reading must read alike (issue 42: both were left out
+# Files Python's importer reads and the reading must read alike (both were once left out
 # of the reading while the import read them, and their library twin kept every point).
 def test_a_file_with_a_byte_order_mark_is_read():
     source = _solutions_with("adamw_step", "return torch.optim.AdamW(params, lr=lr), state")
@@ -528,7 +465,7 @@ def test_the_files_read_in_all_are_bounded(monkeypatch):
 
 def _chain(names: int) -> str:
     """A module whose by-hand function uses the last of ``names`` module-level names, each
-    defined from the one before (issue 42: 32 KB of it took the old reading 89 s)."""
+    defined from the one before (32 KB of it took the old reading 89 s)."""
     lines = ["import torch", "n0 = torch.zeros(1)"]
     lines += [f"n{i} = n{i - 1} + 1" for i in range(1, names)]
     lines += [
