@@ -273,7 +273,11 @@ def collect_lessons(course: Course, lessons: list[str] | None) -> bool:
     for line in notes:
         print(line)
     for lesson, students in found.items():
-        print(f"collected {lesson}: {len(students)} submission(s)")
+        skipped = sum(line.startswith(f"skipped downloaded/{lesson}/") for line in problems)
+        print(
+            f"collected {lesson}: {len(students)} submission(s)"
+            + (f", {skipped} file(s) skipped (each named above)" if skipped else "")
+        )
     return bool(problems)
 
 
