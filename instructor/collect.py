@@ -571,9 +571,9 @@ def late_cost(course: Course, late: list[tuple[str, float]]) -> str:
     except Exception as error:  # noqa: BLE001 - the instructor's plugin, in one line
         return f"lose what the late policy takes (its plugin failed: {one_line(error)})"
     if taken == {0.0}:
-        return "lose nothing under the late policy (it penalises no lateness)"
+        return "lose nothing under the late policy"
     if taken == {100.0}:
-        return "score 0 under the late policy (it takes the whole score)"
+        return "score 0 under the late policy"
     most = max(taken)
     return f"lose up to {most:g} of every 100 points under the late policy"
 
