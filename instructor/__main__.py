@@ -152,6 +152,21 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "export", parents=[common], help="grades.csv and grades-by-check.csv"
     )
     export.add_argument("--to", type=Path, default=None, help="folder (default: the course)")
+    export.add_argument(
+        "--format",
+        choices=["nbgrader", "canvas", "moodle"],
+        default="nbgrader",
+        help="nbgrader: grades.csv and grades-by-check.csv; canvas or moodle: "
+        "grades-canvas.csv or grades-moodle.csv, for the LMS's gradebook import",
+    )
+    export.add_argument(
+        "--canvas-assignment",
+        action="append",
+        default=[],
+        metavar="LESSON=ID",
+        help="the Canvas assignment a lesson's grades fill (the ID in its address); "
+        "without it Canvas offers to create an assignment named LESSON",
+    )
     report = commands.add_parser(
         "report", parents=[common], help="what the class gets wrong: mistakes.html and .csv"
     )
@@ -412,7 +427,19 @@ def make_feedback(course: Course, lessons: list[str] | None) -> None:
 def export(args: argparse.Namespace, course: Course) -> int:
     released_lessons(args, course)
     course.check_gradebook(course.lessons())
-    export_grades(course, args.to)
+    if args.format == "nbgrader":
+        export_grades(course, args.to)
+        return OK
+    from .lms_export import export_lms, parse_assignment_ids
+
+    path, warnings = export_lms(
+        course, args.format, args.to, parse_assignment_ids(args.canvas_assignment)
+    )
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    print(
+        f"exported {path} (late penalties applied; import it in {args.format.title()}'s gradebook)"
+    )
     return OK
 
 

@@ -489,7 +489,7 @@ def _collect_student(
     kept: str | None = None  # what submitted/ holds, in words
     older: list[str] = []
     for z in newest_first:
-        rel = z.path.relative_to(course.root)
+        shown_path = z.path.relative_to(course.root)
         newer_there = kept is not None or (
             current is not None and rank_current > (when(z.stamp) or datetime.min)
         )
@@ -514,7 +514,7 @@ def _collect_student(
                 kept = f"{z.path.name} ({_shown(z.stamp)}), the newest"
             usable.append(z.path)
         except Unusable as error:
-            problems.append(f"skipped {rel}: {error}")
+            problems.append(f"skipped {shown_path}: {error}")
     if kept is None and current is not None and older:
         kept = f"submitted/{student}/{lesson}/ ({_shown(current)}), collected before and newer"
     notes = []
