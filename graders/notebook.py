@@ -17,7 +17,8 @@ Two modes:
   ``autograded/STUDENT/LESSON`` of the course directory, and the result comes from
   ``results/STUDENT/LESSON.json``, which ``python -m instructor autograde`` writes
   by grading the same files (public and hidden checks, sandboxed) before nbgrader runs. The
-  report is used only if its fingerprint matches the student's files in this folder; when it
+  report is used only if its fingerprint matches the student's files in this folder and it
+  was graded by the graders as they are now (:func:`.fingerprint.graders_digest`); when it
   is missing or stale (plain ``nbgrader autograde``), the first cell grades the submission
   itself through ``python -m instructor grade-submission``. Hidden checks print
   nothing but their points.
@@ -38,7 +39,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .fingerprint import files_digest
+from .fingerprint import files_digest, graders_digest
 
 RESULTS_ENV = "COURSE_AUTOGRADE_RESULTS"  # folder of STUDENT/LESSON.json (instructors)
 SITE_URL = ""  # the course site; the release writes it here, so links point to the lesson
@@ -259,6 +260,8 @@ def _read_result(path: Path, expected: str) -> dict | None:
         return None
     if not isinstance(result, dict) or result.get("fingerprint") != expected:
         return None
+    if result.get("graders") != graders_digest():
+        return None  # graded by other graders (a check fixed since): grade again
     report = result.get("report")
     return report if isinstance(report, dict) else None
 

@@ -353,8 +353,13 @@ def _autograde(args: argparse.Namespace, course: Course, lessons: list[str] | No
         jobs, current = pipeline.changed_jobs(course, jobs)
         if current:
             print(
-                f"{len(current)} submission(s) unchanged since their grade: not graded again "
-                "(--all grades them again)"
+                f"{len(current)} submission(s) unchanged since their grade (their files and "
+                "the graders): not graded again (--all grades them again)"
+            )
+        regraded = pipeline.graded_by_other_graders(course, jobs)
+        if regraded:
+            print(
+                f"{len(regraded)} submission(s) graded again: the graders changed since their grade"
             )
     extra = {"timeout": args.timeout} if args.timeout else {}
     if args.wait is not None:

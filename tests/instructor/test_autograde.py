@@ -86,6 +86,40 @@ def test_only_new_changed_or_failed_submissions_are_graded_again(course):
     assert todo == [("bob", LESSON), ("cy", LESSON)] and current == [("ann", LESSON)]
 
 
+def test_a_changed_hidden_check_grades_every_submission_again(course, tmp_path, monkeypatch):
+    """The recorded result stands only for the graders that gave it: a fixed hidden check
+    regrades without --all, in autograde and in a plain nbgrader autograde's cells."""
+    from support.autograde_fakes import submit
+
+    from graders import notebook
+    from graders.fingerprint import graders_digest
+    from instructor import autograde as pipeline
+
+    tree = tmp_path / "tree"  # the graders as this tree has them, to change one check
+    shutil.copytree(
+        ROOT / "graders", tree / "graders", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tree / "course").mkdir()
+    shutil.copyfile(ROOT / "course" / "lessons.toml", tree / "course" / "lessons.toml")
+    for where in (pipeline, notebook):
+        monkeypatch.setattr(where, "graders_digest", lambda: graders_digest(tree))
+    for student in ("ann", "bob"):
+        submit(course.root, student, {})
+    jobs, _ = pipeline.find_jobs(course, [LESSON])
+    _grade(course)
+    assert pipeline.changed_jobs(course, jobs) == ([], jobs)
+    result = course.results / "ann" / f"{LESSON}.json"
+    expected = json.loads(result.read_text())["fingerprint"]
+    assert notebook._read_result(result, expected) is not None  # nbgrader's cells reuse it
+    hidden = tree / "graders" / "hidden" / f"test_{LESSON}.py"
+    hidden.write_text(hidden.read_text() + "\n# a hidden check fixed\n")
+    assert pipeline.changed_jobs(course, jobs) == (jobs, [])
+    assert notebook._read_result(result, expected) is None  # stale: the cell grades again
+    _grade(course)
+    assert pipeline.changed_jobs(course, jobs) == ([], jobs)
+    assert notebook._read_result(result, expected) is not None
+
+
 HOLD_LOCK = """
 import sys, time
 from filelock import FileLock
