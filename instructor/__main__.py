@@ -16,9 +16,10 @@ Exit status, the same for every command:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -333,8 +334,31 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
 
     lessons = released_lessons(args, course)
     course.check_gradebook()  # this course's, before anything is collected
-    with pipeline.course_lock(course):  # before collect: a second run changes nothing
+    # before collect: a second run changes nothing
+    with stopped_by_sigterm(), pipeline.course_lock(course):
         return _autograde(args, course, lessons)
+
+
+@contextlib.contextmanager
+def stopped_by_sigterm() -> Iterator[None]:
+    """A kill (SIGTERM) stops the command as Ctrl-C does: its grading runs are stopped and its
+    scratch folders (student code) and lock removed, which Python's default for SIGTERM skips.
+    Only in the main thread, where a signal handler may be set."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _autograde(args: argparse.Namespace, course: Course, lessons: list[str] | None) -> int:

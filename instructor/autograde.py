@@ -57,7 +57,16 @@ from . import gradings
 from .course import PACKAGE, Course
 from .errors import SetupError
 from .gradebook import Graded, Recorder
-from .grading import DEFAULT_TIMEOUT, grade_files, graded_any, secret_seed, stop_running
+from .grading import (
+    DEFAULT_TIMEOUT,
+    RUN,
+    grade_files,
+    graded_any,
+    remove_stale_scratch,
+    scratch_prefix,
+    secret_seed,
+    stop_running,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -545,12 +554,14 @@ def _failed(course: Course, outcome: Outcome, digest: str, cause: str) -> None:
 @contextlib.contextmanager
 def _scratch(scheduler: str | None) -> Iterator[str | None]:
     """A folder of this run's own for the submissions being graded on this machine (none for
-    a remote cluster's workers, which clean up after each task): removed however the run
-    ends, an interrupted one included."""
+    a remote cluster's workers, which clean up after each task), only this user's (0700):
+    removed however the run ends, an interrupted one included; a run killed outright leaves
+    it, and the next run removes it (:func:`.grading.remove_stale_scratch`)."""
     if scheduler:
         yield None
         return
-    folder = tempfile.mkdtemp(prefix="course-autograde-")
+    remove_stale_scratch()  # what a killed run left: student code, in the temporary directory
+    folder = tempfile.mkdtemp(prefix=scratch_prefix(RUN))  # 0700: this user's alone
     try:
         yield folder
     finally:

@@ -184,6 +184,34 @@ def test_an_interrupted_autograde_removes_its_scratch_and_lock(course):
         pass
 
 
+def test_a_killed_autograde_stops_as_ctrl_c_does(course):
+    """SIGTERM (kill's default) stops autograde as Ctrl-C does: its scratch folder, which
+    holds the student's code, is removed and the lock let go (Python's own SIGTERM skips
+    both)."""
+    import signal
+
+    from support.autograde_fakes import fake_grade, submit
+
+    from instructor.__main__ import stopped_by_sigterm
+    from instructor.autograde import course_lock
+
+    submit(course.root, "ann", {})
+    seen: list[Path] = []
+
+    def killed(lesson, files, **kwargs):
+        seen.append(Path(kwargs["scratch"]))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return fake_grade(lesson, files, **kwargs)
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), stopped_by_sigterm():
+        _grade(course, grader=killed)
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert seen and not seen[0].exists()
+    with course_lock(course):
+        pass
+
+
 def test_ctrl_c_is_one_line(course, capfd, monkeypatch):
     from instructor import __main__ as cli
 
