@@ -117,12 +117,22 @@ def _one_line(error: BaseException) -> str:
 
 
 def _find(report: dict, lesson: str, check_id: str) -> dict | None:
+    """The check's row (:func:`with_cause`)."""
     for entry in report.get("lessons", []):
         if entry.get("slug") == lesson or lesson in (None, ""):
             for row in entry.get("checks", []):
                 if row.get("id") == check_id:
-                    return row
+                    return with_cause(entry, row)
     return None
+
+
+def with_cause(entry: dict, row: dict) -> dict:
+    """A check's row of the report's lesson ``entry``; one its failed import kept from running
+    says why (the exception's last line, file and line in the student's code)."""
+    cause = entry.get("import_error")
+    if cause and not row.get("passed"):
+        return {**row, "detail": f"not run: the module failed to import: {cause}"}
+    return row
 
 
 # -- student mode ------------------------------------------------------------------------------
