@@ -268,8 +268,12 @@ def released_lessons(args: argparse.Namespace, course: Course) -> list[str] | No
     lessons = getattr(args, "lessons", None) or None
     unknown = [lesson for lesson in lessons or [] if lesson not in released]
     if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], released, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
         raise SetupError(
-            f"{unknown[0]!r} is not a released lesson (released: {', '.join(released)})"
+            f"{unknown[0]!r} is not a released lesson ({guess}released: {', '.join(released)})"
         )
     return lessons
 

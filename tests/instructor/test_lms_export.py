@@ -122,3 +122,7 @@ def test_the_export_command(course, capsys):
     assert "is not LESSON=ID" in capsys.readouterr().err
     assert main([*bad, "--canvas-assignment", "tokenz=3"]) == USAGE
     assert "'tokenz', no lesson of the gradebook" in capsys.readouterr().err
+    # A mistyped lesson, to any command: the one it is close to.
+    assert main(["--course", str(course.root), "feedback", "embedings"]) == USAGE
+    err = capsys.readouterr().err
+    assert "'embedings' is not a released lesson (did you mean 'embeddings'?" in err
