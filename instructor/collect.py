@@ -117,14 +117,25 @@ def roster(course: Course) -> dict[str, Rostered]:
         with engine.connect() as db:
             if "student" not in inspect(db).get_table_names():
                 return {}
-            rows = db.execute(text("SELECT id, first_name, last_name, lms_user_id FROM student"))
-            return {row[0]: Rostered(*(str(v or "") for v in row)) for row in rows}
+            rows = db.execute(
+                text("SELECT id, first_name, last_name, lms_user_id, email FROM student")
+            ).all()
     except Exception as error:  # noqa: BLE001 - any driver's error, in one line
         raise SetupError(
             f"cannot read the roster in {course.gradebook_name()}: {one_line(error)}"
         ) from None
     finally:
         engine.dispose()
+    # Autograde adds a student it grades who is not in the gradebook, with nothing but an id:
+    # those are no roster, or a course without one would refuse every later newcomer.
+    from . import gradings
+
+    graded = {key.split("/", 1)[0] for key in gradings.read(course.root)}
+    return {
+        row[0]: Rostered(*(str(v or "") for v in row[:4]))
+        for row in rows
+        if any(row[1:]) or row[0] not in graded
+    }
 
 
 class Names:
@@ -149,13 +160,17 @@ class Names:
                 )
             self.patterns = {"your named_regexp": pattern, **self.patterns}
         self.roster = students or {}
+        self.graded: set[str] = set()  # students graded before (autograde added them)
 
     @classmethod
     def of(cls, course: Course) -> Names:
+        from . import gradings
         from .own_config import instructor_config
 
         pattern = instructor_config().get("SubmissionCollector", {}).get("named_regexp", "")
-        return cls(str(pattern or ""), roster(course))
+        names = cls(str(pattern or ""), roster(course))
+        names.graded = {key.split("/", 1)[0] for key in gradings.read(course.root)}
+        return names
 
     def read(self, name: str) -> tuple[str, str | None]:
         """(student id, the date in the name or None) of a download named ``name`` (no .zip)."""
@@ -178,7 +193,7 @@ class Names:
                     f"no student id in the name ({student!r} holds characters other than "
                     "letters, digits and . _ @ -): rename it STUDENT.zip"
                 )
-            if self.roster and student not in self.roster:
+            if self.roster and student not in self.roster and student not in self.graded:
                 raise Unusable(
                     f"{student} is not on the roster: add them (nbgrader db student add "
                     f"{student}) or rename the zip to their roster id, then collect again"

@@ -198,3 +198,33 @@ def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
     assert not (bob / "graders").exists()
     assert (bob / "timestamp.txt").read_text().startswith("2026-02-03 09:30:00")
     assert (course.submitted / "ann" / LESSON / "timestamp.txt").is_file()
+
+
+def test_students_autograde_added_are_no_roster(course, tmp_path, monkeypatch):
+    """A course without a roster: the students autograde added to the gradebook (an id and
+    nothing else) do not make one, so a newcomer's zip is still collected; where a roster
+    exists, a student graded before stays collectable and a stranger is refused."""
+    from nbgrader.api import Gradebook
+
+    from instructor import gradings
+    from instructor.collect import collect
+    from instructor.course import COURSE_ID, Course
+
+    bare = Course.at(tmp_path / "bare")
+    (bare.downloaded / LESSON / "archive").mkdir(parents=True)
+    with Gradebook(f"sqlite:///{bare.gradebook}", course_id=COURSE_ID) as gb:
+        gb.add_student("ann")  # as autograde adds a student it grades
+    gradings.graded(bare.root, "ann", LESSON, "f" * 64, None, 1, "g")
+    for who in ("ann", "newcomer"):
+        _zip(bare.downloaded / LESSON / "archive" / f"{who}.zip")
+    found, problems, _notes = collect(bare, [LESSON])
+    assert found == {LESSON: ["ann", "newcomer"]} and not problems, problems
+    # With a roster (the module's four), ann graded before and added bare: still collected.
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        gb.add_student("zed")
+    gradings.graded(course.root, "zed", LESSON, "f" * 64, None, 1, "g")
+    for who in ("zed", "eve"):
+        _zip(course.downloaded / LESSON / "archive" / f"{who}.zip")
+    found, problems, _notes = collect(course, [LESSON])
+    assert found == {LESSON: ["zed"]}
+    assert len(problems) == 1 and "eve is not on the roster" in problems[0]
