@@ -697,6 +697,8 @@ class _Progress:
 
     def recorded(self, outcome: Outcome) -> None:
         line = f"{outcome.student}/{outcome.lesson}: {outcome.points:g} of {outcome.max_points:g}"
+        if not outcome.recorded:  # a grading that failed (a killed worker): no score to show
+            line = f"{outcome.student}/{outcome.lesson}: not graded"
         if outcome.notes:
             line += f"  ({'; '.join(outcome.notes)})"
         if self.progress is not None:

@@ -378,3 +378,15 @@ def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_pa
 
     with Gradebook(course.db_url) as gb:
         assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {"ann"}
+
+
+def test_a_failed_grading_shows_no_score_in_the_progress_lines(capsys):
+    """A grading that failed (a worker killed) says so, never "0 of 0"."""
+    from instructor.autograde import Outcome, _Progress
+
+    with _Progress(2) as bar:
+        bar.recorded(Outcome("ann", LESSON, notes=["the grading run exited with status -9"]))
+        bar.recorded(Outcome("bob", LESSON, recorded=True, points=3, max_points=20))
+    err = capsys.readouterr().err
+    assert f"ann/{LESSON}: not graded  (the grading run exited with status -9)" in err
+    assert f"bob/{LESSON}: 3 of 20" in err and "0 of 0" not in err
