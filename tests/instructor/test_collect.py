@@ -1,6 +1,7 @@
 """Download names (issue 34): Blackboard's, Canvas's and Moodle's are recognised, and a pattern
-of one's own in nbgrader_config.py; a student not on the roster is listed, never created; a
-zip whose name holds no date is stamped with a warning naming the student and the time;
+of one's own in nbgrader_config.py (issue 44: Canvas's late marker, Moodle's group
+submissions, Blackboard's attempt files and receipts); a student not on the roster is listed,
+never created; the zips whose names hold no date are counted in one line per lesson;
 the collector maps the files of a zip to students and skips unusable zips in one line each."""
 
 from __future__ import annotations
