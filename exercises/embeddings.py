@@ -88,4 +88,4 @@ def nearest(table: Tensor, index: int, k: int) -> list[tuple[int, float]]:
         >>> [row for row, _ in nearest(table, 0, 2)]
         [1, 2]
     """
-    raise NotImplementedError('nearest in exercises/embeddings.py is not implemented yet (lesson 2, Tokens become vectors: see course/chapters/02-embeddings.md#cosine-similarity)')
+    raise NotImplementedError('nearest in exercises/embeddings.py is not implemented yet (lesson 2, Tokens become vectors: see course/chapters/02-embeddings.md#nearest-rows)')

@@ -8,7 +8,10 @@ One name, two meanings:
   lessons, ``exercises`` (or the package that ``COURSE_CHAPTER_LESSONS`` names). Every function
   you have not written yet (its body only raises ``NotImplementedError``) is then the
   reference's, and one line says which; where there is no reference (the release students get
-  has no ``solutions/``) such a function stays as it is and raises, naming the section to read.
+  has no ``solutions/``) such a function of this lesson stays as it is and raises, naming the
+  section to read, and one of an earlier lesson is your own from that lesson's folder beside
+  this one (``../attention/exercises/attention.py`` for the block lesson's ``attention``), or
+  raises, in one line, naming that file to write it in.
 
 Importing this module registers ``gpt.chapter.<module>`` for every lesson module, so the usual
 ``from gpt.chapter.block import layer_norm`` works, and ``gpt.chapter.lessons`` is the same
@@ -28,6 +31,7 @@ from .lessons import (
     Lessons,
     LessonsError,
     fill_in,
+    from_lesson_folders,
     is_stub,
     load,
     modules,
@@ -78,9 +82,17 @@ def use(spec: str | Path | None = None, *, fill: bool = True) -> tuple[Lessons, 
                 reference = load(REFERENCE)
             except LessonsError:
                 pass  # the students' release: no reference to fill in from
-        # the reference stands in wherever a lesson module holds a stub (block's attention too)
-        missing = fill_in(chosen, reference)[1] if reference is not None else stubs(chosen)
+        # the reference stands in wherever a lesson module holds a stub (block's attention too);
+        # in the release, earlier lessons' functions come from their own lesson folders
+        taken: list[str] = []
+        if reference is not None:
+            missing = fill_in(chosen, reference)[1]
+        else:
+            taken = from_lesson_folders(chosen)[0]
+            missing = stubs(chosen)
         line = f"gpt.chapter: your lessons ({chosen.package})"
+        if taken:
+            line += f"; from your other lesson folders: {summary(taken)}"
         if missing and reference is not None:
             line += f"; not done yet, so the reference's: {summary(missing)}"
         elif missing:

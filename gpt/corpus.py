@@ -40,6 +40,7 @@ __all__ = [
     "TIME_MACHINE_SHA256",
     "TIME_MACHINE_URL",
     "URL_ENV",
+    "course_pages",
     "load_corpus",
     "strip_gutenberg",
     "time_machine_cache_path",
@@ -139,8 +140,9 @@ def _strip_front_matter(text: str) -> str:
     return _FRONT_MATTER_RE.sub("", text, count=1)
 
 
-def _course_pages(course_dir: Path) -> list[Path]:
-    """index.md, the chapters in lessons.toml order, glossary.md, faq.md (each once)."""
+def course_pages(course_dir: Path = COURSE_DIR) -> list[Path]:
+    """index.md, the chapters in lessons.toml order, glossary.md, faq.md (each once): the
+    'course' corpus, which the students' release carries too (instructor/release.py)."""
     manifest = course_dir / "lessons.toml"
     chapters: list[str] = []
     if manifest.is_file():
@@ -167,7 +169,7 @@ def _load_course(course_dir: Path) -> str:
             "checkout of the repository, or pass 'time-machine' or a text file's path instead"
         )
     parts = []
-    for path in _course_pages(course_dir):
+    for path in course_pages(course_dir):
         try:
             text = path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as error:

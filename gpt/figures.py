@@ -32,6 +32,8 @@ def figure_html(fig: Figure, caption: str) -> str:
     plt.close(fig)
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg") :]  # drop the XML header and doctype
-    svg = svg.replace("<svg ", '<svg class="course-figure" ', 1)
+    # A screen reader meets one image named by its caption, not matplotlib's hundreds of paths.
+    name = html.escape(" ".join(caption.split()), quote=True)
+    svg = svg.replace("<svg ", f'<svg class="course-figure" role="img" aria-label="{name}" ', 1)
     # The caption is plain text: it may contain "<" or "&" (a formula written in words).
     return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import sys
 import textwrap
@@ -126,7 +127,15 @@ def replace(lessons: Lessons, old: object, new: object) -> None:
 def fill_in(lessons: Lessons, reference: Lessons | None = None) -> tuple[list[str], list[str]]:
     """Fill the stubs of ``lessons`` with the reference's functions, wherever the lesson
     modules use them; returns (yours, fallbacks) as ``module.function`` names. Filling in
-    again finds the same fallbacks (a function that is the reference's is one)."""
+    again finds the same fallbacks (a function that is the reference's is one). Where there
+    is no reference (the students' release), earlier lessons' functions come from the
+    student's own lesson folders instead (``from_lesson_folders``), and no fallback is named."""
+    if reference is None:
+        try:
+            reference = load(REFERENCE)
+        except LessonsError:
+            from_lesson_folders(lessons)
+            return [name for name in _all_functions() if not _stubbed(lessons, name)], []
     reference = load(reference)
     yours, fallbacks = [], []
     if lessons is reference:  # the reference itself: every function its own
@@ -145,3 +154,121 @@ def fill_in(lessons: Lessons, reference: Lessons | None = None) -> tuple[list[st
             else:
                 yours.append(f"{lesson.module}.{name}")
     return yours, fallbacks
+
+
+# -- the students' release: one folder per lesson --------------------------------------------
+
+
+def _all_functions() -> list[str]:
+    return [
+        f"{lesson.module}.{name}" for lesson in load_manifest().lessons for name in lesson.functions
+    ]
+
+
+def _stubbed(lessons: Lessons, qualified: str) -> bool:
+    module, _, name = qualified.partition(".")
+    try:
+        return is_stub(getattr(getattr(lessons, module), name))
+    except (OSError, TypeError, SyntaxError):  # no source to read: not a stub
+        return False
+
+
+def lesson_folders(lessons: Lessons) -> tuple[Path, str] | None:
+    """Where the students' release keeps each lesson's package, if ``lessons`` is one of
+    them: (the release's folder, the package's name). The release is a folder per lesson,
+    ``RELEASE/SLUG/`` with the student's package in ``RELEASE/SLUG/exercises/``
+    (instructor/release.py), so lesson 4's own work is in ``RELEASE/attention/exercises/``
+    beside the block lesson's folder."""
+    package = _package_folder(lessons)
+    if lesson_slug(lessons) is None:
+        return None
+    return package.parent.parent, package.name
+
+
+def _package_folder(lessons: Lessons) -> Path:
+    first = lessons.modules[modules()[0]]
+    return Path(getattr(first, "__file__", "") or ".").resolve().parent
+
+
+def lesson_slug(lessons: Lessons) -> str | None:
+    """The lesson whose release folder holds ``lessons`` (``RELEASE/SLUG/exercises``), or None."""
+    slug = _package_folder(lessons).parent.name
+    return slug if slug in {lesson.slug for lesson in load_manifest().lessons} else None
+
+
+def from_lesson_folders(lessons: Lessons) -> tuple[list[str], list[str]]:
+    """In the students' release, every function of another lesson that ``lessons`` holds as a
+    stub is taken from that lesson's own folder, where the student wrote it (``lesson_folders``),
+    wherever the lesson modules use it; one not written there yet raises, in one line, which
+    function is missing and the file to write it in. Returns (taken, missing) as
+    ``module.function``. Nothing happens outside a release folder."""
+    found = lesson_folders(lessons)
+    if found is None:
+        return [], []
+    release, package = found
+    here = _package_folder(lessons)
+    taken, missing = [], []
+    for lesson in load_manifest().lessons:
+        folder = release / lesson.slug / package
+        if folder.resolve() == here:
+            continue  # this folder's own lesson: its stubs are the exercise
+        module = getattr(lessons, lesson.module)
+        theirs = _sibling(folder, lesson.module)
+        for name in lesson.functions:
+            function = getattr(module, name)
+            if not _stubbed(lessons, f"{lesson.module}.{name}"):
+                continue
+            own = getattr(theirs, name, None) if theirs is not None else None
+            if own is not None and not _is_stub_safe(own):
+                replace(lessons, function, own)
+                taken.append(f"{lesson.module}.{name}")
+                continue
+            where = folder / f"{lesson.module}.py"
+            replace(lessons, function, _missing(name, lesson.number, where))
+            missing.append(f"{lesson.module}.{name}")
+    return taken, missing
+
+
+def _is_stub_safe(obj: Any) -> bool:
+    try:
+        return is_stub(obj)
+    except (OSError, TypeError, SyntaxError):
+        return False
+
+
+def _sibling(folder: Path, module: str) -> types.ModuleType | None:
+    """``folder``'s lesson ``module`` (the student's package of another lesson's folder), under
+    a package name of its own, or None where it is not there or does not import."""
+    if not (folder / f"{module}.py").is_file():
+        return None
+    name = f"_lesson_folder_{folder.parent.name}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        if spec is None or spec.loader is None:
+            return None
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        try:
+            if (folder / "__init__.py").is_file():
+                spec.loader.exec_module(package)
+        except Exception:  # noqa: BLE001 - the student's other folder: taken only if it imports
+            del sys.modules[name]
+            return None
+    try:
+        return importlib.import_module(f"{name}.{module}")
+    except Exception:  # noqa: BLE001 - as above
+        return None
+
+
+def _missing(name: str, number: int, where: Path) -> Any:
+    """A stand-in for an earlier lesson's function not written yet: it raises, in one line,
+    which function is missing and where to write it."""
+    message = f"{name} (lesson {number}) is not written yet: write it in {where}"
+
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(message)
+
+    missing.__name__ = missing.__qualname__ = name
+    return missing

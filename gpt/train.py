@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ from torch import nn
 from core.atomic import atomic_write
 from core.cli import Parser
 
-from . import checkpoint, data, distributed
+from . import checkpoint, compiled, data, distributed
 from .corpus import CorpusError, load_corpus
 from .lessons import Lessons, LessonsError, load
 from .model import GPT, PRESETS, preset
@@ -109,6 +110,7 @@ class TrainConfig:
     seed: int = 1337
     device: str = "auto"
     dtype: str = "auto"
+    compile: str = "auto"  # or "on", "off": torch.compile the model (gpt/compiled.py)
     lessons: str = "solutions"  # or "exercises" (yours), or the folder of a lesson package
     attention: str = "fused"  # or "lesson": the lessons' own attention.attention
     loss: str = "fused"  # or "lesson": full logits and the lessons' objective.lm_loss
@@ -129,6 +131,7 @@ class TrainConfig:
         "checkpoint_every",
         "out",
         "device",
+        "compile",
         "prompt",
         "sample_tokens",
         "temperature",
@@ -158,6 +161,7 @@ OPTION_HELP = {
     "seed": "seed of the initial weights, data order and dropout",
     "device": "auto, cpu, cuda, cuda:N or mps",
     "dtype": "auto (bfloat16 autocast on GPUs that support it), float32 or bfloat16",
+    "compile": "auto (compile on a CUDA GPU, eager on the CPU, where it does not pay), on or off",
     "lessons": "whose lesson functions to train with: solutions (the reference), exercises "
     "(yours) or a package folder",
     "attention": "fused (PyTorch's kernel) or lesson (the lessons' own attention function)",
@@ -292,6 +296,8 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.dtype not in ("auto", "float32", "bfloat16"):
         raise UsageError("--dtype must be auto, float32 or bfloat16")
+    if cfg.compile not in compiled.CHOICES:
+        raise UsageError("--compile must be auto (on GPUs), on or off")
 
 
 def pick_device(name: str) -> torch.device:
@@ -396,9 +402,10 @@ def plot_losses(records: list[dict], path: Path, baseline: float | None = None) 
 def sample_text(model: GPT, cfg: TrainConfig, device: torch.device, enc: Encoding) -> str:
     ids = torch.tensor([enc.encode_ordinary(cfg.prompt)], device=device)
     rng = torch.Generator(device=device).manual_seed(cfg.seed)
-    out = model.lessons.generation.generate(
-        model, ids, cfg.sample_tokens, cfg.context_length, cfg.temperature, cfg.top_k, rng
-    )
+    with compiled.eager():  # each new length would compile again
+        out = model.lessons.generation.generate(
+            model, ids, cfg.sample_tokens, cfg.context_length, cfg.temperature, cfg.top_k, rng
+        )
     return enc.decode(out[0].tolist())
 
 
@@ -479,8 +486,11 @@ def _train(
     )
     optimizer = make_optimizer(model, cfg, fused=device.type == "cuda", lessons=lessons)
     start = 0
+    compile_note = compiled.compile_model(model, cfg.compile, device)
     if world.is_main and not quiet:
         print(describe_parts(cfg, lessons), flush=True)
+        if compile_note:
+            print(compile_note, flush=True)
     if world.rank:  # the same initial weights everywhere, but each rank its own dropout masks
         torch.manual_seed(cfg.seed + world.rank)
     if resuming:
@@ -535,14 +545,21 @@ def _train(
                 for x, y in (world.shard(next(batches)) for _ in range(cfg.grad_accum))
             ]
             with autocast(device, amp), distributed.micro_batches(step_model, len(micro)):
-                loss = training.train_step(step_model, micro, optimizer, cfg.max_grad_norm)
+                loss = step_or_eager(
+                    functools.partial(
+                        training.train_step, step_model, micro, optimizer, cfg.max_grad_norm
+                    ),
+                    model,
+                    optimizer,
+                    quiet=quiet or not world.is_main,
+                )
             loss = distributed.mean(loss, world, device)  # the global batch's loss
             seconds = time.perf_counter() - began
             timed_tokens, timed_seconds = timed_tokens + step_tokens, timed_seconds + seconds
             record = {"step": step, "lr": lr, "loss": loss, "tokens_per_s": step_tokens / seconds}
             last = step == cfg.steps - 1
             if world.is_main and ((step + 1) % cfg.eval_every == 0 or last):
-                with autocast(device, amp):
+                with autocast(device, amp), compiled.eager():
                     record["eval_loss"] = training.evaluate(model, val_batches)
                 record["eval_perplexity"] = lessons.objective.perplexity(record["eval_loss"])
             records.append(record)
@@ -577,10 +594,39 @@ def _train(
         "corpus_tokens": len(ids),
         "out": str(out),
         "sample": sample_text(model, cfg, device, tokenizer),
+        "compiled": compiled.is_compiled(model),
         "library_parts": library_parts(cfg),
         "files": [CHECKPOINT, METRICS, "loss.png", "config.json"]
         + ([VOCAB_FILE] if cfg.tokenizer == "lesson" else []),
     }
+
+
+def step_or_eager(
+    step: Callable[[], float], model: nn.Module, optimizer: torch.optim.Optimizer, quiet: bool
+) -> float:
+    """``step()``; if the compiler fails on it, go eager, say so in one line and run it again.
+
+    A compile failure stops a step before its optimizer update (the forward and backward graphs
+    are compiled on the first forward), so the step is redone from its random state with the
+    gradients cleared: the run is the eager run, step for step."""
+    if not compiled.is_compiled(model):
+        return step()
+    cpu_rng = torch.get_rng_state()
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    try:
+        return step()
+    except Exception as error:
+        if not compiled.compile_failure(error):
+            raise
+        compiled.decompile(model)
+        optimizer.zero_grad(set_to_none=True)
+        torch.set_rng_state(cpu_rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state_all(cuda_rng)
+        if not quiet:
+            cause = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            print(f"training eager: torch.compile failed ({cause[:160]})", flush=True)
+        return step()
 
 
 def describe_parts(cfg: TrainConfig, lessons: Lessons) -> str:

@@ -269,6 +269,71 @@ def _record(name: str, args: tuple, kwargs: dict, value: Any) -> None:
     _recording.setdefault(_lesson, {})[digest(name, args, kwargs)] = copy.deepcopy(value)
 
 
+# -- earlier lessons' functions, as the worker's proxies asked for them ------------------------
+
+DEPENDENCY = "builds-on:"  # the key of a recorded question: DEPENDENCY + name + ":" + digest
+DIGESTED = "sha256"  # a tensor too large to record, as its digest (and shape and dtype)
+RECORDED_ELEMENTS = 1 << 16  # larger tensors of a question are recorded as their digest
+_dependencies: dict[str, list[dict]] | None = None  # replay: name -> recorded entries
+
+
+def is_recording() -> bool:
+    return _recording is not None
+
+
+def record_dependency(
+    name: str, question: Any, value: Any = None, raised: list[str] | None = None
+) -> None:
+    """Recording: the question a proxy asked of an earlier lesson's function (``name`` is
+    ``module.function``) and its answer, or the error it raised (graders/replayed.py replays
+    them). Its own lesson's functions are not proxied while recording, so none comes here."""
+    if _recording is None or "." not in name:
+        return
+    if _lesson is None:
+        raise RuntimeError(f"{name}() was asked for outside a check: it cannot be recorded")
+    entry: dict[str, Any] = {"question": _compact(question)}
+    if raised is None:
+        entry["value"] = copy.deepcopy(value)
+    else:
+        entry["raised"] = list(raised)
+    key = f"{DEPENDENCY}{name}:{digest(name, tuple(question), {})}"
+    _recording.setdefault(_lesson, {})[key] = entry
+
+
+def recorded_dependency(name: str, question: Any, matches: Callable[[Any, Any], bool]) -> Any:
+    """Replay: the entry recorded for ``name`` whose question ``matches`` this one, or None."""
+    global _dependencies
+    if _dependencies is None:
+        _dependencies = {}
+        for key, entry in _table().items():
+            if key.startswith(DEPENDENCY) and isinstance(entry, dict):
+                recorded = key[len(DEPENDENCY) :].rpartition(":")[0]
+                _dependencies.setdefault(recorded, []).append(entry)
+    for entry in _dependencies.get(name, ()):
+        if matches(entry.get("question"), question):
+            return copy.deepcopy(entry)
+    return None
+
+
+def digested(tensor: torch.Tensor) -> dict[str, Any]:
+    """A tensor as its digest, its dtype and shape."""
+    h = hashlib.sha256()
+    _feed(h, tensor)
+    return {DIGESTED: h.hexdigest(), "dtype": str(tensor.dtype), "shape": list(tensor.shape)}
+
+
+def _compact(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        if value.numel() > RECORDED_ELEMENTS:
+            return digested(value)
+        return value.detach().clone()
+    if isinstance(value, list | tuple):
+        return type(value)(_compact(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _compact(item) for key, item in value.items()}
+    return value
+
+
 def save(answers: dict[str, Any], path: Path, lesson: str) -> None:
     """Write one lesson's recorded answers, and check that they read back as plain data."""
     torch.save({"format": FORMAT, "lesson": lesson, "answers": answers}, path)

@@ -622,12 +622,16 @@ class WorkerClient:
         return answer
 
     def _reply(self, question: dict, deadline: float) -> dict:
-        from .secret.dependencies import Refused
+        from .replayed import Raised, Refused, Unrecorded
 
         if self._answers is None:
             return {"ok": False, "error": "this grader answers no questions"}
         try:
             value = self._answers.answer(question["ask"], question.get("question"), deadline)
+        except Raised as raised:  # the worker raises it in the caller, as its own would
+            return {"ok": False, "error": str(raised), "raised": raised.kind}
+        except Unrecorded as unrecorded:  # the release: the submission's own function answers
+            return {"ok": False, "error": str(unrecorded), "own": True}
         except Refused as refusal:
             return {"ok": False, "error": str(refusal)}
         return {"ok": True, "value": value}
@@ -637,7 +641,7 @@ class WorkerClient:
 
     def _prepare(self, *, dynamo: bool) -> None:
         """Before a request that imports torch._dynamo (a second or more: a scenario that makes
-        an optimizer; the by-hand watch does not, graders/worker/by_hand.py), a lesson process
+        an optimizer, or a by-hand function's trace, graders/worker/tracing.py), a lesson process
         forked after the worker imported it, so that no check's clock pays for it; other
         lessons never import it at all."""
         self.start()
@@ -645,6 +649,12 @@ class WorkerClient:
         if dynamo and proc is not None and not proc.dynamo:
             proc.dynamo = True
             proc.ready = False  # the next request forks, the import first
+
+    def prepare_tracing(self) -> None:
+        """The next lesson process will trace by-hand functions (graders/worker/tracing.py):
+        forked after the worker imported the tracer, rather than forked again at the first
+        trace (and the student's module imported twice)."""
+        self._prepare(dynamo=True)
 
     def ensure_module(self, module: str, timeout: float) -> None:
         """Import the student's module once; an import that fails is remembered for the run
@@ -676,13 +686,17 @@ class WorkerClient:
         kwargs: dict,
         timeout: float,
         rule: dict | None = None,
+        trace: bool = False,
     ) -> tuple[Any, Any]:
         """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after).
         ``rule``: a "by hand" rule's operations, which the worker watches during the call.
+        ``trace``: the lesson process traces the call instead (graders/worker/tracing.py), and
+        the result is (the value's skeleton, the operator graph), for graders/graph.py.
 
         The tensors among the inputs live in a file the checker made and maps itself
         (graders/shared.py): a call that changed one in place fails (IN_PLACE) on what the
         checker reads back, not on the lesson process's report of its inputs."""
+        self._prepare(dynamo=trace)  # the tracer imports torch._dynamo: before the fork
         self.ensure_module(function.partition(".")[0], timeout)
         with SharedTensors([args, kwargs]) as shared:
             answer = self.request(
@@ -693,7 +707,8 @@ class WorkerClient:
                     "kwargs": shared.sent[1],
                     "shared": shared.table,
                     "proxies": self._proxies(function),
-                    "rule": rule,
+                    "rule": None if trace else rule,
+                    "trace": trace,
                 },
                 timeout,
                 what=_name(function),
@@ -704,6 +719,8 @@ class WorkerClient:
         if not answer["ok"]:
             raise StudentError(_dict(answer.get("error")), _name(function))
         value = unpack(answer.get("value"), _name(function))
+        if trace:
+            value = (value, unpack(answer.get("graph"), f"the operator graph of {_name(function)}"))
         if changed:
             raise _failed(f"{_name(function)} changed its input in place", IN_PLACE)
         inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
@@ -767,12 +784,17 @@ def checker_memory(budget: int = CHECKER_MEMORY) -> Iterator[None]:
 
 
 def _dependency_answers() -> Any:
-    """graders/secret/dependencies.py's answerer, or None where it is absent (the student release,
-    whose worker then runs a function with the submission's own dependencies)."""
+    """graders/secret/dependencies.py's answerer; where it is absent (the student release), the
+    recorded answers for earlier lessons' functions (graders/replayed.py), and the worker runs
+    a function with the submission's own versions of its own lesson's."""
     from .secret_half import installed_secret
 
     module = installed_secret("dependencies")
-    return None if module is None else module.Answers()
+    if module is None:
+        from .replayed import Replayed
+
+        return Replayed()
+    return module.Answers()
 
 
 def unpack(packed: Any, what: str) -> Any:

@@ -101,9 +101,12 @@ def environment(workdir: str) -> dict[str, str]:
     return env
 
 
-def command(target: Path, *, sandbox: bool, memory: int = limits.MEMORY) -> list[str]:
+def command(
+    target: Path, *, sandbox: bool, memory: int = limits.MEMORY, trace: bool = False
+) -> list[str]:
     """The command line of a worker for the package folder ``target``. Sandboxed, each call
-    makes a private copy of ``target`` that the command binds (graders/sandbox.py)."""
+    makes a private copy of ``target`` that the command binds (graders/sandbox.py). With
+    ``trace`` the worker readies the by-hand functions' tracer while the checker starts."""
     base = [
         sys.executable,
         "-I",
@@ -114,6 +117,7 @@ def command(target: Path, *, sandbox: bool, memory: int = limits.MEMORY) -> list
         *(("--provided", str(PROVIDED)) if PROVIDED.is_dir() else ()),
         "--target",
         str(target),
+        *(("--trace",) if trace else ()),
     ]
     prefix = [] if sandbox else user_prefix()
     return [*prefix, *worker_command(base, target, sandbox=sandbox)]
@@ -186,14 +190,18 @@ def _bound_copy(command: list[str]) -> str | None:
 _early: dict[tuple, Launched] = {}
 
 
-def start_early(target: Path, *, sandbox: bool, memory: int = limits.MEMORY) -> None:
-    """Start the worker a grading of ``target`` will take, now; a start that fails here is
-    left to the grading, which reports it."""
+def start_early(
+    target: Path, *, sandbox: bool, memory: int = limits.MEMORY, trace: bool = False
+) -> None:
+    """Start the worker a grading of ``target`` will take, now (``trace``: one that will trace
+    a by-hand function); a start that fails here is left to the grading, which reports it."""
     key = (Path(target).expanduser().resolve(), sandbox, memory)
     if key in _early:
         return
     try:
-        _early[key] = Launched(command(key[0], sandbox=sandbox, memory=memory), bundle())
+        _early[key] = Launched(
+            command(key[0], sandbox=sandbox, memory=memory, trace=trace), bundle()
+        )
     except Exception:  # noqa: BLE001 - the grading starts its own and reports why it cannot
         return
 

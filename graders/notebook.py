@@ -35,18 +35,28 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .fingerprint import files_digest, graders_digest
+from .report import NOT_GRADED, told_with
 
 RESULTS_ENV = "COURSE_AUTOGRADE_RESULTS"  # folder of STUDENT/LESSON.json (instructors)
 SITE_URL = ""  # the course site; the release writes it here, so links point to the lesson
 PACKAGE = "exercises"  # the student's package, beside the notebook
 GRADE_TIMEOUT = 1800  # seconds for one lesson's grading run
 
-_reports: dict[tuple, dict] = {}
+POLL = 0.05  # seconds between two reads of a running grading's report
+
+_reports: dict[tuple, dict] = {}  # autograde: each result file's report, read once
+_runs: dict[tuple, _Grading] = {}  # student: (folder, lesson, hidden) -> its latest grading
+
+
+class NotGraded(RuntimeError):
+    """The graders could not run here; the message is their one line on what to do."""
 
 
 def check(lesson: str, check_id: str) -> float:
@@ -56,27 +66,55 @@ def check(lesson: str, check_id: str) -> float:
         warnings.simplefilter("ignore")
         try:
             if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-                row = _autograde_row(lesson, check_id)
+                row, rows = _autograde_row(lesson, check_id)
             else:
-                row = _student_row(lesson, check_id)
+                row, rows = _student_row(lesson, check_id)
+        except NotGraded as error:
+            print(f"✗ {check_id}: 0 points: {error}")
+            return 0
         except Exception as error:  # noqa: BLE001 - a cell must end in a number, never a traceback
             print(f"✗ {check_id}: not graded ({_one_line(error)})")
             return 0
-    return _show(row)
+    return _show(row, rows)
 
 
-def _show(row: dict[str, Any]) -> float:
+def submit(lesson: str) -> None:
+    """The notebook's last cell: write LESSON-submission.zip in this folder (the lesson's module
+    and the notebook, graders/submission.py) and say so; nothing at autograde."""
+    if os.environ.get("NBGRADER_EXECUTION"):
+        return
+    from .submission import SubmissionError, make_submission, submission_files
+
+    try:
+        path = make_submission(lesson, Path.cwd())
+    except SubmissionError as error:
+        print(f"✗ no submission written: {error}")
+        return
+    held = " and ".join(submission_files(lesson, Path.cwd()))
+    print(f"✓ wrote {path.name} ({held}): hand in this file. Save the notebook first (Ctrl-S)")
+    print("  if you want its outputs in it; only your module is graded.")
+
+
+def _show(row: dict[str, Any], rows: Mapping[str, dict[str, Any]]) -> float:
     autograde = os.environ.get("NBGRADER_EXECUTION") == "autograde"
-    text, points = render(row, autograde=autograde, site=_site())
+    text, points = render(row, autograde=autograde, site=_site(), rows=rows)
     if text:
         print(text, end="")
     return points
 
 
-def render(row: dict[str, Any], *, autograde: bool, site: str = "") -> tuple[str, float]:
+def render(
+    row: dict[str, Any],
+    *,
+    autograde: bool,
+    site: str = "",
+    rows: Mapping[str, dict[str, Any]] | None = None,
+) -> tuple[str, float]:
     """What a check's cell prints, and its value (the points nbgrader records): the result,
     and for a failed check its hint, what happened and where to read; at autograde, a hidden
-    check shows nothing but its points."""
+    check shows nothing but its points. A failure that an earlier one explains (its
+    ``explained_by``, looked up in ``rows``: the lesson's rows by id) is told as the terminal
+    tells it: under that one mistake, with its hint and its section (graders/report.py)."""
     try:
         points = float(row.get("points") or 0)
         most = float(row.get("max_points") or 0)
@@ -88,10 +126,17 @@ def render(row: dict[str, Any], *, autograde: bool, site: str = "") -> tuple[str
     mark = "✓" if row.get("passed") else "✗"
     lines = [f"{mark} {row.get('id')}: {points} of {_number(most)} points"]
     if not row.get("passed"):
-        for key, label in (("hint", "hint"), ("detail", "what happened")):
-            if row.get(key):
-                lines.append(f"  {label}: {row[key]}")
-        where = site + row["url"] if site and row.get("url") else row.get("link")
+        first = (rows or {}).get(row.get("explained_by") or "")
+        if first is not None and not first.get("hidden"):
+            lines.append(f"  {first['id']} failed first: {told_with(first, [row])}")
+            shown, about = first, f" ({first['id']})"
+        else:
+            shown, about = row, ""
+        if shown.get("hint"):
+            lines.append(f"  hint{about}: {shown['hint']}")
+        if row.get("detail"):
+            lines.append(f"  what happened: {row['detail']}")
+        where = site + shown["url"] if site and shown.get("url") else shown.get("link")
         if where:
             lines.append(f"  read: {where}")
     return "\n".join(lines) + "\n", points
@@ -138,18 +183,99 @@ def with_cause(entry: dict, row: dict) -> dict:
 # -- student mode ------------------------------------------------------------------------------
 
 
-def _student_row(lesson: str, check_id: str) -> dict:
+def _student_row(lesson: str, check_id: str) -> tuple[dict, dict[str, dict]]:
     here = Path.cwd()
-    key = ("student", str(here), lesson, _stamp(here / PACKAGE))
+    stamp = _stamp(here / PACKAGE)
     for hidden in (False, True):  # hidden only when previewing the instructors' source notebook
-        report = _reports.get((*key, hidden))
-        if report is None:
-            report = _run_graders(here, lesson, hidden)
-            _reports[(*key, hidden)] = report
-        row = _find(report, lesson, check_id)
-        if row is not None:
-            return row
+        key = (str(here), lesson, hidden)
+        run = _runs.get(key)
+        if run is None or run.stamp != stamp:  # the package changed: grade it again
+            if run is not None:
+                run.stop()
+            run = _runs[key] = _Grading(here, lesson, hidden, stamp)
+        found = run.wait_for(lesson, check_id)
+        if found is not None:
+            return found
     raise LookupError(f"the graders know no check {check_id!r} in lesson {lesson!r}")
+
+
+class _Grading:
+    """One run of the graders on the package, in the background: ``python -m graders`` rewrites
+    its JSON report after every check, so a cell shows its check as soon as it and the checks
+    before it are graded (the first cell comes as soon as the terminal's first verdict would),
+    while the run goes on for the cells after it."""
+
+    def __init__(self, here: Path, lesson: str, hidden: bool, stamp: tuple) -> None:
+        self.stamp = stamp
+        self._tmp = tempfile.TemporaryDirectory(prefix="course-check-")
+        self.report_path = Path(self._tmp.name) / "report.json"
+        self._stderr = open(Path(self._tmp.name) / "stderr.txt", "wb")  # the run writes to it
+        command = harness_command(lesson, here / PACKAGE, self.report_path, hidden=hidden)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
+        self.process = subprocess.Popen(
+            command,
+            cwd=here,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+        )
+        self.started = time.monotonic()
+
+    def wait_for(self, lesson: str, check_id: str) -> tuple[dict, dict[str, dict]] | None:
+        """The check's row once it, and every check the report lists before it, is graded (an
+        earlier failure may explain it); None when the run does not know the check."""
+        while True:
+            ended = self.process.poll() is not None
+            report = self._read()
+            if report is not None:
+                for entry in report.get("lessons", []):
+                    if entry.get("slug") != lesson:
+                        continue
+                    rows = entry.get("checks", [])
+                    ids = [row.get("id") for row in rows]
+                    if check_id not in ids:
+                        return None  # every check of the lesson is listed from the start
+                    before = rows[: ids.index(check_id) + 1]
+                    if (
+                        ended
+                        or report.get("complete")
+                        or all(row.get("detail") != NOT_GRADED for row in before)
+                    ):
+                        return rows[ids.index(check_id)], {row["id"]: row for row in rows}
+                if ended or report.get("complete"):
+                    return None
+            if ended:
+                self._stderr.flush()
+                said = (Path(self._tmp.name) / "stderr.txt").read_bytes()
+                message = said.decode("utf-8", "replace").strip().splitlines()
+                last = message[-1] if message else f"graders exited {self.process.returncode}"
+                raise NotGraded(last.removeprefix("error: "))
+            if time.monotonic() - self.started > GRADE_TIMEOUT:
+                self.stop()
+                raise TimeoutError(f"grading took longer than {GRADE_TIMEOUT} s")
+            time.sleep(POLL)
+
+    def _read(self) -> dict | None:
+        try:  # written atomically: the old report or the new one, never a part
+            data = json.loads(self.report_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._stderr.close()
+        self._tmp.cleanup()
 
 
 def _stamp(package: Path) -> tuple:
@@ -182,32 +308,10 @@ def harness_command(
     ] + flags
 
 
-def _run_graders(here: Path, lesson: str, hidden: bool) -> dict:
-    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
-        report_path = Path(tmp) / "report.json"
-        command = harness_command(lesson, here / PACKAGE, report_path, hidden=hidden)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
-        done = subprocess.run(
-            command,
-            cwd=here,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GRADE_TIMEOUT,
-        )
-        if not report_path.exists():
-            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise RuntimeError(message[-1] if message else f"graders exited {done.returncode}")
-        return json.loads(report_path.read_text(encoding="utf-8"))
-
-
 # -- autograde mode ----------------------------------------------------------------------------
 
 
-def _autograde_row(lesson: str, check_id: str) -> dict:
+def _autograde_row(lesson: str, check_id: str) -> tuple[dict, dict[str, dict]]:
     here = Path.cwd()  # COURSE/autograded/STUDENT/LESSON
     student, course = here.parent.name, here.parents[2]
     results = Path(os.environ.get(RESULTS_ENV) or course / "results")
@@ -254,7 +358,8 @@ def _autograde_row(lesson: str, check_id: str) -> dict:
     row = _find(report, lesson, check_id)
     if row is None:
         raise LookupError(f"no result for check {check_id!r}")
-    return row
+    rows = next(e["checks"] for e in report["lessons"] if row in e.get("checks", []))
+    return row, {each["id"]: each for each in rows}
 
 
 def _instructor_root() -> str:

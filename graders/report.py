@@ -55,6 +55,7 @@ from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 from .fingerprint import fingerprint
 from .hints import NOT_IMPLEMENTED
 from .rules import Breach
+from .where import released_site
 
 NOT_GRADED = "not graded"
 
@@ -250,6 +251,31 @@ def printable(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+def follows(first: dict[str, Any], row: dict[str, Any]) -> str:
+    """How ``first`` explains ``row`` (its ``explained_by``): ``"same"`` mistake of the same
+    function, ``"after"`` (another failure of that function, fixed with it), or ``"uses"``
+    (``row``'s function uses ``first``'s)."""
+    if row["function"] != first["function"]:
+        return "uses"
+    return "same" if row["hint"] == first["hint"] else "after"
+
+
+def told_with(first: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
+    """The line that tells ``rows`` (failures ``first`` explains, all of one :func:`follows`
+    kind) under ``first``'s mistake: the terminal prints it below that mistake, a notebook's
+    cell of such a row prints it instead of a hint of its own. One mistake, one message."""
+    ids = ", ".join(r["id"] for r in rows)
+    fail = "fails" if len(rows) == 1 else "fail"
+    kind = follows(first, rows[0])
+    if kind == "same":
+        return f"one mistake: {ids} {fail} from the same mistake too"
+    if kind == "after":
+        return f"{ids} {fail} too: fix this mistake first, then grade again"
+    users = ", ".join(sorted({r["function"] for r in rows}))
+    function = first["function"]
+    return f"one mistake: {users} uses {function}, so {ids} {fail} too; fix {function} first"
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON so that readers see the old file or the new one, never a part."""
     atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
@@ -264,7 +290,7 @@ def href(link: str, root: Path | None = None) -> str:
     root = Path(root) if root is not None else ROOT
     page, _, section = link.partition("#")
     where = site_url(page, section or None)
-    base = os.environ.get("COURSE_SITE_URL") or _released_site(root)
+    base = os.environ.get("COURSE_SITE_URL") or released_site(root)
     if base:
         return base.rstrip("/") + "/" + where
     built = root / "build" / "site" / site_url(page) / "index.html"
@@ -280,20 +306,13 @@ def href(link: str, root: Path | None = None) -> str:
     return f"course/{link}"
 
 
-def _released_site(root: Path) -> str | None:
-    """The site address a student release recorded (release.json at its root), if any."""
-    try:
-        return json.loads((root / "release.json").read_text(encoding="utf-8"))["site_url"] or None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def uses(module: str, function: str) -> tuple[str, ...]:
     """The functions of the same lesson that ``function`` runs with the submission's own code
     (its ``builds_on`` in the manifest): where the checker answers them itself (the secret
-    half, the instructor's graders) a mistake in one costs nothing else, so none."""
+    half, the instructor's graders) a mistake in one costs nothing else, so none. An earlier
+    lesson's function is answered in the release too (graders/replayed.py), so never one."""
     from .secret_half import installed_secret
 
     if installed_secret("dependencies") is not None:
         return ()
-    return load_manifest().dependencies(f"{module}.{function}")
+    return load_manifest().lesson(module).own_dependencies(function)

@@ -361,10 +361,13 @@ def _covered(path: str) -> bool:
 
 
 def _hidden_packages() -> list[str]:
-    """This project's packages should they be installed in site-packages: masked, empty."""
+    """This project's packages should they be installed in site-packages, and the libraries
+    the lesson process does without (graders/worker/absent.py): masked, empty."""
+    from .worker.absent import ABSENT
+
     found = []
     for entry in site.getsitepackages():
-        for name in PROJECT_PACKAGES:
+        for name in (*PROJECT_PACKAGES, *ABSENT):
             path = os.path.join(os.path.realpath(entry), name)
             if os.path.isdir(path):
                 found.append(path)

@@ -1,4 +1,4 @@
-"""The tensors of a call's inputs in memory the checker maps itself (issue 33).
+"""The tensors of a call's inputs in memory the checker maps itself.
 
 Whether a call changed its inputs in place is the checker's finding: each tensor among the
 inputs is written to one file that the checker makes (an anonymous, sealed memory file on

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from .hints import NOT_IMPLEMENTED
-from .report import NOT_GRADED, href
+from .report import NOT_GRADED, follows, href, told_with
+
+KINDS = ("same", "after", "uses")  # the order the terminal tells followers in
 
 
 class Ticker:
@@ -91,11 +93,7 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
         if check.get("explained_by"):
             continue  # told with the failure that explains it
         told = followers.get(check["id"], [])
-        same = [
-            c for c in told if c["function"] == check["function"] and c["hint"] == check["hint"]
-        ]
-        after = [c for c in told if c["function"] == check["function"] and c not in same]
-        other = [c for c in told if c["function"] != check["function"]]
+        groups = {kind: [c for c in told if follows(check, c) == kind] for kind in KINDS}
         # A grid with a fixed gutter: long hints and details wrap with a hanging indent.
         note = Table.grid(padding=(0, 0))
         note.add_column(width=4, no_wrap=True)
@@ -104,50 +102,14 @@ def render_lesson(console: Any, lesson: dict[str, Any]) -> None:
             Text("  ✗ ", "red"),
             Text.assemble((check["id"], "bold"), ": ", (check["hint"] or "failed", "yellow")),
         )
-        for each in [check, *same, *after, *other]:
+        for each in [check, *(c for kind in KINDS for c in groups[kind])]:
             if each["detail"]:
                 label = f"{each['id']}: " if each is not check else ""
                 note.add_row("", Padding(Text(label + each["detail"], "dim"), (0, 0, 0, 2)))
-        if same:
-            ids = ", ".join(c["id"] for c in same)
-            note.add_row(
-                "",
-                Padding(
-                    Text(
-                        f"one mistake: {ids} fail{'s' if len(same) == 1 else ''} "
-                        "from the same mistake too",
-                        "yellow",
-                    ),
-                    (0, 0, 0, 2),
-                ),
-            )
-        if after:
-            ids = ", ".join(c["id"] for c in after)
-            note.add_row(
-                "",
-                Padding(
-                    Text(
-                        f"{ids} fail{'s' if len(after) == 1 else ''} too: fix this mistake "
-                        "first, then grade again",
-                        "yellow",
-                    ),
-                    (0, 0, 0, 2),
-                ),
-            )
-        if other:
-            uses = ", ".join(sorted({c["function"] for c in other}))
-            ids = ", ".join(c["id"] for c in other)
-            note.add_row(
-                "",
-                Padding(
-                    Text(
-                        f"one mistake: {uses} uses {check['function']}, so {ids} fail"
-                        f"{'s' if len(other) == 1 else ''} too; fix {check['function']} first",
-                        "yellow",
-                    ),
-                    (0, 0, 0, 2),
-                ),
-            )
+        for kind in KINDS:
+            if groups[kind]:
+                line = Text(told_with(check, groups[kind]), "yellow")
+                note.add_row("", Padding(line, (0, 0, 0, 2)))
         console.print(note)
         print_link(console, check["link"], indent=6)
     for function, check in stubs.items():

@@ -69,8 +69,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--site-url",
         default=None,
         metavar="URL",
-        help="the course site the notebooks link to (default: $COURSE_SITE_URL, else "
-        "mkdocs.yml's site_url, http://127.0.0.1:8000/)",
+        help="the course site the notebooks, hints and feedback link to, recorded in the "
+        "course folder at the first release and kept (default: the recorded one, else "
+        "$COURSE_SITE_URL; the first release needs one)",
     )
     collect = commands.add_parser(
         "collect", parents=[common], help="zips in downloaded/LESSON/archive -> submitted/"
@@ -221,7 +222,7 @@ def release(args: argparse.Namespace, course: Course) -> int:
     from core.manifest import load_manifest
 
     from .errors import SetupError
-    from .release import course_site, is_local, release
+    from .release import NoSiteError, course_site, is_local, recorded_site, release
 
     manifest = load_manifest()
     for name in args.lessons:
@@ -229,16 +230,23 @@ def release(args: argparse.Namespace, course: Course) -> int:
             manifest.lesson(name)
         except KeyError as unknown:
             raise SetupError(unknown.args[0]) from None
-    built = release(course, args.lessons or None, site=args.site_url)
+    before = recorded_site(course)
+    try:
+        built = release(course, args.lessons or None, site=args.site_url)
+    except NoSiteError as error:
+        raise SetupError(str(error)) from None
     for slug in built:
         print(f"released {slug}: {course.release / slug}")
     print(f"gradebook: {course.gradebook_name()} (later commands use it without --gradebook)")
     site = course_site(course)
+    if before and before != site:
+        print(f"site: {site} (was {before}: every lesson released from now on links here)")
+    else:
+        print(f"site: {site} (kept for later releases; --site-url URL changes it)")
     if is_local(site):
         print(
             f"note: the notebooks link to {site}, which only a student serving the site "
-            "can open; publish the site and release with --site-url URL "
-            "(or COURSE_SITE_URL)"
+            "can open; publish the site and release with --site-url URL"
         )
     return OK
 

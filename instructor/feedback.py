@@ -1,6 +1,7 @@
 """``feedback``: the students' feedback HTML, from nbgrader's ``generate_feedback`` on every
 autograded submission, hidden tests stripped; each student's folder holds what is theirs (the
-HTML and their lesson module) and nothing of the assignment's."""
+HTML and their lesson module) and what nbgrader's exchange needs to return it (the
+submission's time and secret), nothing of the assignment's."""
 
 from __future__ import annotations
 
@@ -78,13 +79,24 @@ def _check_grades(course: Course, lesson: str, students: list[str]) -> None:
         )
 
 
+# What nbgrader's release_feedback reads beside the HTML to file it under the submission it is
+# for: the submission's time and the secret nbgrader's submit drew for it, which names the
+# feedback in the exchange (the student's fetch_feedback finds it with their copy of the secret).
+EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
+
+
 def keep_only_theirs(folder: Path, own: str) -> None:
     """Take out of a feedback folder what nbgrader copied from the assignment (the released
-    package, the graders): the student gets the HTML and their own lesson module back."""
+    package, the graders): the student gets the HTML and their own lesson module back, and
+    the submission's time and secret stay beside them for ``nbgrader release_feedback``."""
     for path in sorted(folder.rglob("*"), reverse=True):  # files before their folders
         rel = path.relative_to(folder).as_posix()
         if path.is_dir() and not path.is_symlink():
             if not any(path.iterdir()):
                 path.rmdir()
-        elif not (rel == own or ("/" not in rel and rel.endswith(".html"))):
+        elif not (
+            rel == own
+            or ("/" not in rel and rel.endswith(".html"))
+            or (rel in EXCHANGE_FILES and not path.is_symlink())
+        ):
             path.unlink()

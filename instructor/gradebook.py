@@ -371,7 +371,7 @@ class Recorder:
                 text = f"✗ {found[1]}: not graded ({graded.error or 'no result'})\n"
                 value: float = 0
             else:
-                text, value = render(row, autograde=True, site=self.site)
+                text, value = render(row, autograde=True, site=self.site, rows=rows)
             if text:  # a plain-text stream (never HTML), terminal escapes taken out
                 cell.outputs.append(
                     nbformat.v4.new_output("stream", name="stdout", text=printable(text))

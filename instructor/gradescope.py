@@ -14,7 +14,6 @@ it with students.
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 import zipfile
@@ -76,24 +75,13 @@ exec "$PYTHON" "$SOURCE/gradescope_run.py" --setup
 TREES = ("core", "graders", "gpt")  # the checker and the code it imports
 
 
-def _constant(path: Path, name: str) -> str:
-    """The string constant ``name`` of the Python file at ``path``, read without importing it
-    (the noxfile's ``TORCH_CPU_INDEX``: nox is no dependency of the instructor's tools)."""
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            value = ast.literal_eval(node.value)
-            if isinstance(value, str):
-                return value
-    raise SetupError(f"{path} has no string {name}")
-
-
 def setup_script() -> str:
     """``setup.sh``: installs as the noxfile does (its CPU index, gpt/vocab.py's package)."""
     from gpt.vocab import VOCAB_PACKAGE
 
-    index = _constant(ROOT / "noxfile.py", "TORCH_CPU_INDEX")
+    from .release import torch_cpu_index
+
+    index = torch_cpu_index()
     return SETUP.format(torch_index=index, vocab=VOCAB_PACKAGE)
 
 

@@ -9,12 +9,17 @@ One assignment per lesson that has checks, ``source/SLUG/``:
     graders/                the grading harness and this lesson's public graders, with
                             public/answers_SLUG.pt: the answers their checks expect
     course/lessons.toml     the manifest without its hidden checks
-    requirements.txt        what the notebook and the package need (``pip install -r``)
+    requirements.txt        what the notebook and the package need, from pyproject.toml (its
+                            first lines name the two install commands: ``pip install -r``,
+                            then GPT-2's ranks package with ``--no-deps``)
+    release.json            the course site's address: tells the graders they run in a
+                            release (graders/where.py: its command, links and install line)
 
-Links in the notebook and in the checks' output point to the course site: ``--site-url``, else
-``$COURSE_SITE_URL``, else mkdocs.yml's ``site_url`` (``nox -s serve``'s local address, which
-works only for a student who serves the site). The release keeps the address in
-``release.json`` of the course folder, so autograde and feedback link to the same site.
+Links in the notebook, the checks' output and the stubs' errors point to the course site:
+``--site-url``, else the address the course folder recorded at its first release
+(``release.json``: kept, so a lesson released later links where the others do, and autograde,
+feedback, Gradescope and the class report link there too), else ``$COURSE_SITE_URL``; with
+none, the release stops with one line (never mkdocs serve's local address by default).
 
 A public check's cell is ``check("SLUG", "CHECK-ID")``; a hidden check's cell holds that call
 inside ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``, which nbgrader strips from the
@@ -39,6 +44,7 @@ public and hidden checks alike, with the trusted dependencies.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -52,6 +58,7 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from core.atomic import atomic_write_bytes
 from core.manifest import (
     ROOT,
     Lesson,
@@ -62,12 +69,12 @@ from core.manifest import (
     site_url,
 )
 from gpt.vocab import VOCAB_INSTALL
+from graders.where import RELEASE_FILE, SUBMISSION
 
 from .course import PACKAGE, Course
 from .nbgrader_api import api, write_config_file
 
 GRADERS = ROOT / "graders"
-JUPYTER = "jupyterlab>=4,<5"  # to open the lesson notebook
 SETUP = """\
 # Run this cell first: it loads check(), which runs the course's graders on your code in
 # exercises/{module}.py (in a separate process) and prints the result of one check.
@@ -77,19 +84,43 @@ import sys
 if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # instructors: never import from here
     sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]
 from graders.notebook import check"""
+SUBMIT = 'from graders.notebook import submit\n\nsubmit("{slug}")'
 
 
-def site_base(url: str | None = None) -> str:
-    """The course site's address: ``url``, else $COURSE_SITE_URL, else mkdocs.yml's default."""
-    url = url or os.environ.get("COURSE_SITE_URL")
-    if url:
-        return url.rstrip("/") + "/"
+SITE_FILE = "release.json"  # in the course folder: the site address, kept across releases
+
+
+class NoSiteError(ValueError):
+    """No course site address is known: the release needs one, once."""
+
+
+def _normal(url: str) -> str:
+    return url.rstrip("/") + "/"
+
+
+def recorded_site(course: Course) -> str | None:
+    """The site address the course's first release recorded (COURSE/release.json), if any."""
     try:
-        text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    match = re.search(r"^site_url:\s*(?:!ENV\s*\[\s*\w+\s*,\s*)?[\"']?([^\"'\]\s]+)", text, re.M)
-    return match.group(1).rstrip("/") + "/" if match else ""
+        url = json.loads((course.root / SITE_FILE).read_text())["site_url"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return _normal(url) if isinstance(url, str) and url else None
+
+
+def choose_site(course: Course, url: str | None = None) -> str:
+    """The course site the release links to: ``url`` (``--site-url``: changes it on purpose),
+    else the one the course recorded at its first release (kept: a lesson released later
+    without --site-url links where the earlier ones do), else $COURSE_SITE_URL (the address
+    the site is built for, mkdocs.yml). Never a default: with none of them, one line says how
+    to give it."""
+    chosen = url or recorded_site(course) or os.environ.get("COURSE_SITE_URL")
+    if not chosen:
+        raise NoSiteError(
+            "no course site address: publish the site (COURSE_SITE_URL=URL nox -s docs) and "
+            "release with --site-url URL once; later releases keep it "
+            "(--site-url http://127.0.0.1:8000/ for a site served on this machine only)"
+        )
+    return _normal(chosen)
 
 
 def is_local(url: str) -> bool:
@@ -100,27 +131,70 @@ def is_local(url: str) -> bool:
 
 
 def course_site(course: Course) -> str:
-    """The site address the course's release used (release.json), else :func:`site_base`."""
-    try:
-        return json.loads((course.root / "release.json").read_text())["site_url"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return site_base()
+    """The site address the course's releases link to (release.json); "" before a release."""
+    return recorded_site(course) or ""
+
+
+def torch_cpu_index() -> str:
+    """PyTorch's index of CPU wheels: the noxfile's ``TORCH_CPU_INDEX``, read without importing
+    the noxfile (nox is no dependency of the instructor's tools)."""
+    for node in ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "TORCH_CPU_INDEX" for t in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            if isinstance(value, str):
+                return value
+    raise ValueError(f"{ROOT / 'noxfile.py'} has no string TORCH_CPU_INDEX")
+
+
+def imported_names(files: list[Path]) -> set[str]:
+    """The top-level modules the Python ``files`` import."""
+    names: set[str] = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.partition(".")[0])
+    return names
+
+
+def install_lines() -> list[str]:
+    """The commands that install a released lesson's needs, in its folder: the requirements,
+    then GPT-2's merge ranks without that package's own dependencies (pip cannot say --no-deps
+    for one line of a requirements file)."""
+    return ["pip install -r requirements.txt", VOCAB_INSTALL]
 
 
 def requirements(path: Path | None = None) -> str:
-    """requirements.txt of a released lesson: the project's dependencies (the package and the
-    graders import them), pytest (the graders are pytest tests) and Jupyter (the notebook)."""
+    """requirements.txt of a released lesson, from pyproject.toml: the project's dependencies
+    (the package and the graders import them), the packages of the test extra that the shipped
+    graders import (pytest, hypothesis), and the notebook extra (Jupyter); torch from PyTorch's
+    CPU index, as a student on Linux gets it (elsewhere that index serves PyPI's own builds);
+    its first lines name the install commands, GPT-2's ranks package included."""
     data = tomllib.loads(Path(path or ROOT / "pyproject.toml").read_text("utf-8"))["project"]
-    test = data.get("optional-dependencies", {}).get("test", [])
-    wanted = list(data["dependencies"]) + [r for r in test if re.match(r"pytest\b", r)]
+    extras = data.get("optional-dependencies", {})
+    shipped = [p for p in GRADERS.rglob("*.py") if p.relative_to(GRADERS).parts[0] not in HOME]
+    imported = imported_names(shipped)
+    graders_need = [r for r in extras.get("test", []) if _module_of(r) in imported]
     lines = [
-        "# What this lesson's notebook and package need: pip install -r requirements.txt",
-        *wanted,
-        JUPYTER,
-        "# and GPT-2's merge ranks, without that package's own dependencies:",
-        f"#   {VOCAB_INSTALL}",
+        "# What this lesson's notebook and package need. In this folder, in a fresh virtual",
+        "# environment (python -m venv .venv), run these two commands:",
+        *(f"#   {line}" for line in install_lines()),
+        "# (the second brings GPT-2's merge ranks, without that package's own dependencies).",
+        f"--extra-index-url {torch_cpu_index()}",
+        *data["dependencies"],
+        *graders_need,
+        *extras.get("notebook", []),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _module_of(requirement: str) -> str:
+    """The module a requirement's distribution is imported as (its name, as Python spells it)."""
+    name = re.match(r"[A-Za-z0-9._-]+", requirement)
+    return (name.group(0) if name else requirement).lower().replace("-", "_").replace(".", "_")
 
 
 def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
@@ -138,15 +212,44 @@ def _locked(cell: Any, grade_id: str, points: int | None = None) -> Any:
     return cell
 
 
-def dependencies(lesson: Lesson) -> str:
-    """Which of the lesson's functions call which others of its module, in words ("" if none)."""
+def dependencies(lesson: Lesson, manifest: Manifest | None = None) -> str:
+    """Which of the lesson's functions call which others, of its module and of earlier
+    lessons (with the lesson's number), in words ("" if none)."""
+    manifest = manifest or load_manifest()
     parts = []
     for function in lesson.functions:
-        names = lesson.dependencies(function)
+        names = [f"`{name}`" for name in lesson.own_dependencies(function)]
+        for name in lesson.earlier_dependencies(function):
+            module, _, called = name.partition(".")
+            names.append(f"lesson {manifest.lesson(module).number}'s `{called}`")
         if names:
-            listed = " and ".join(f"`{name}`" for name in names)
+            listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
             parts.append(f"`{function}` uses {listed}")
     return "; ".join(parts)
+
+
+def _builds_on_box(lesson: Lesson) -> str:
+    """The notebook's "functions that build on others" paragraph ("" if none builds on any)."""
+    builds_on = dependencies(lesson)
+    if not builds_on:
+        return ""
+    text = f"\n\n**Functions that build on others.** {builds_on}."
+    if any(lesson.own_dependencies(function) for function in lesson.functions):
+        text += (
+            " Here, a function runs with your own versions of this lesson's functions it uses,"
+            " so a mistake (or a stub) there shows in both; when your instructor grades,"
+            " reference versions are plugged in, so that every check grades its own function"
+            " only."
+        )
+    if any(lesson.earlier_dependencies(function) for function in lesson.functions):
+        text += (
+            " An earlier lesson's function is the course's reference, here and when your"
+            f" instructor grades: `{PACKAGE}/` in this folder holds the earlier lessons' modules"
+            " as stubs, and you need not copy yours in. (Where a mistake changes what your"
+            " function hands it, this notebook has no recorded answer and runs the folder's"
+            " own copy instead.)"
+        )
+    return text
 
 
 def lesson_notebook(lesson: Lesson, base: str = "") -> Any:
@@ -168,23 +271,32 @@ computes, with shapes and a small example.
 save it, and run the cells below. The setup cell loads `check()`; every other cell runs one
 check of the course's graders on your module, in a separate process, and shows its points, and
 for a failed check a hint naming the likely mistake and the section of the lesson that explains
-it. The first check takes a few seconds (it starts the graders); the others reuse its result
-until you change your code.
+it. The first check shows as soon as the graders have run it (a few seconds: they start
+first); they go on in the background for the cells after it, and saving your module starts a
+new run. When one mistake makes several checks fail, the first of them gives its hint and the
+others say which to fix first, as `python -m graders` does.
 
 This lesson has {len(public)} public check(s) worth {sum(c.points for c in public)} points
 here, and {len(hidden)} hidden check(s) worth {sum(c.points for c in hidden)} more that your
-instructor runs after you submit. Submit the whole folder; only
-`{PACKAGE}/{lesson.module}.py` is graded, and changes to this notebook are discarded.
+instructor runs after you submit.
+
+**Grading from a terminal.** In this folder, `python -m graders {lesson.slug}` grades the same
+checks and prints the same hints; `python -m graders --watch {lesson.slug}` stays up and grades
+again every time you save `{PACKAGE}/{lesson.module}.py`, in a second or two.
+
+**What to submit.** `{PACKAGE}/{lesson.module}.py` and this notebook, as one zip: the last cell
+of this notebook writes `{SUBMISSION.format(lesson=lesson.slug)}` (or run
+`python -m graders {lesson.slug} --zip`); hand in that file as your instructor says. Only your
+module is graded; changes to this notebook are discarded.
 
 **What it needs to run.** Python 3.11 or later with the packages in `requirements.txt`, beside
-this notebook: `pip install -r requirements.txt` in a fresh virtual environment."""
-    builds_on = dependencies(lesson)
-    if builds_on:
-        intro += f"""
+this notebook. In this folder, in a fresh virtual environment (`python -m venv .venv`, then
+activate it), run:
 
-**Functions that build on others.** {builds_on}. Here, their checks run with your own versions
-of those functions, so a mistake (or a stub) there shows in both; when your instructor grades,
-reference versions are plugged in, so that every check grades its own function only."""
+```bash
+{chr(10).join(install_lines())}
+```"""
+    intro += _builds_on_box(lesson)
     cells = []
     index = iter(range(1000))
 
@@ -216,6 +328,17 @@ reference versions are plugged in, so that every check grades its own function o
                 cells.append(_locked(new_code_cell(source), grade_id("hidden"), check.points))
             else:
                 cells.append(_locked(new_code_cell(call), grade_id(check.id), check.points))
+    cells.append(
+        _locked(
+            new_markdown_cell(
+                "## Submit\n\nRun the cell below when you are done: it writes "
+                f"`{SUBMISSION.format(lesson=lesson.slug)}` (your `{PACKAGE}/{lesson.module}.py` "
+                "and this notebook) in this folder. Hand in that file."
+            ),
+            grade_id("about-submit"),
+        )
+    )
+    cells.append(_locked(new_code_cell(SUBMIT.format(slug=lesson.slug)), grade_id("submit")))
     notebook = new_notebook(cells=cells)
     notebook.metadata.update(
         {
@@ -256,10 +379,23 @@ def _copy_python(source: Path, dest: Path) -> None:
         shutil.copyfile(path, target)
 
 
+def _copy_course_pages(dest: Path) -> None:
+    """The course's pages that the 'course' corpus reads (gpt/corpus.py): the chapters' code
+    trains and tokenizes on them in a release folder as in the repository. They are the
+    site's own pages, public already."""
+    from gpt.corpus import COURSE_DIR, course_pages
+
+    for page in course_pages(COURSE_DIR):
+        target = dest / page.relative_to(COURSE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(page, target)
+
+
 # What ships is a rule about folders, never a list of files: graders/ ships whole but for
 # these two folders (the secret half of the checker and the hidden graders); instructor/ and
 # solutions/ never ship. A new module is secret by being put in graders/secret/.
 UNRELEASED_FOLDERS = ("secret", "hidden")
+HOME = UNRELEASED_FOLDERS
 
 
 def released_grader_files(lesson: Lesson, graders: Path = GRADERS) -> dict[str, Path]:
@@ -308,18 +444,22 @@ def record_answers(lessons: list[Lesson], reference: Path | None = None) -> dict
     return {lesson.slug: recorded.get(lesson.slug, {}) for lesson in lessons}
 
 
+def _generator(root: Path | None = None) -> Any:
+    """tools/generate_exercises.py, the one writer of the stubs, as a module."""
+    path = (root or ROOT) / "tools" / "generate_exercises.py"
+    spec = importlib.util.spec_from_file_location("generate_exercises", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    return generator
+
+
 def stale_exercises(root: Path | None = None) -> list[str]:
     """The files of ``exercises/`` that differ from the stubs the generator makes from
     ``solutions/`` (tools/generate_exercises.py): solutions copied there, a stub edited."""
     root = root or ROOT
-    spec = importlib.util.spec_from_file_location(
-        "generate_exercises", root / "tools" / "generate_exercises.py"
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {root / 'tools' / 'generate_exercises.py'}")
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    wanted = generator.render(root)
+    wanted = _generator(root).render(root)
     folder = root / PACKAGE
     present = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py"))}
     return sorted(n for n in wanted.keys() | present.keys() if wanted.get(n) != present.get(n))
@@ -339,7 +479,6 @@ def build_source(
         if lessons
         else [lesson for lesson in manifest.lessons if lesson.checks]
     )
-    base = site_base(site)
     manifest_text = public_manifest(manifest.path)
     for lesson in chosen:
         if not lesson.checks:
@@ -355,14 +494,18 @@ def build_source(
             f"{PACKAGE}/ is not what solutions/ generates ({', '.join(stale)}): nothing was "
             "released; run `nox -s exercises` (or discard the edits) and release again"
         )
+    base = choose_site(course, site)
     recorded = record_answers(chosen)
+    stubs = _generator().render(ROOT, site=base)  # exercises/, the stubs linking the site
     built = []
     for lesson in chosen:
         folder = course.source / lesson.slug
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-        _copy_python(ROOT / PACKAGE, folder / PACKAGE)
+        for name, text in stubs.items():
+            (folder / PACKAGE / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / PACKAGE / name).write_text(text, encoding="utf-8")
         _copy_python(ROOT / "gpt", folder / "gpt")  # provided code: no exercise in it
         _copy_python(ROOT / "core", folder / "core")  # the standard-library base
         for rel, path in released_grader_files(lesson).items():
@@ -382,7 +525,11 @@ def build_source(
         )
         (folder / "course").mkdir()
         (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
+        _copy_course_pages(folder / "course")
         (folder / "requirements.txt").write_text(requirements(), encoding="utf-8")
+        # tells the graders they run in a release: its commands, its site (graders/where.py)
+        info = {"site_url": base, "lesson": lesson.slug}
+        (folder / RELEASE_FILE).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
         nbformat.write(lesson_notebook(lesson, base), folder / f"{lesson.slug}.ipynb")
         built.append(lesson.slug)
     return built
@@ -398,10 +545,12 @@ def release(
     course = course or Course.at()
     manifest = manifest or load_manifest()
     write_config_file(course)
-    built = build_source(course, manifest, lessons, site)
-    (course.root / "release.json").write_text(
-        json.dumps({"site_url": site_base(site)}, indent=1) + "\n"
-    )
+    chosen = choose_site(course, site)  # before any work: a missing address is one line
+    built = build_source(course, manifest, lessons, chosen)
+    if chosen != recorded_site(course):
+        atomic_write_bytes(
+            course.root / SITE_FILE, (json.dumps({"site_url": chosen}, indent=1) + "\n").encode()
+        )
     nbgrader = api(course)
     for slug in built:
         result = nbgrader.generate_assignment(slug, force=True, create=True)

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.release_site import RELEASED_SITE
 from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +121,8 @@ def released_course(tmp_path_factory) -> Path:
             shutil.rmtree(course.parent, ignore_errors=True)  # what a failed build left
             course.parent.mkdir()
             built = subprocess.run(
-                [sys.executable, "-m", "instructor", "--course", str(course), "release"],
+                [sys.executable, "-m", "instructor", "--course", str(course), "release"]
+                + ["--site-url", RELEASED_SITE],
                 cwd=ROOT,
                 capture_output=True,
                 text=True,

@@ -163,7 +163,7 @@ def test_the_report_names_one_command_and_fails_only_under_ci(
     assert system_packages.main() == 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1
-    assert "sudo apt-get install -y bubblewrap chromium postgresql" in lines[0]
+    assert "sudo apt-get install -y bubblewrap chromium npm postgresql" in lines[0]
     monkeypatch.setenv("CI", "true")
     assert system_packages.main() == 1
 
@@ -192,3 +192,57 @@ def test_the_gradebook_url_travels_in_the_environment_never_on_the_command_line(
         args, env = noxfile.gradebook_in_environment(given)
         assert args == ["objective"] and env == {"COURSE_GRADEBOOK_URL": url}
     assert noxfile.gradebook_in_environment(["--workers", "2"]) == (["--workers", "2"], {})
+
+
+# -- JupyterHub's proxy, from npm ---------------------------------------------------------------
+
+
+def test_only_the_dev_environment_installs_jupyterhub_in_a_range(noxfile) -> None:
+    from packaging.requirements import Requirement
+
+    hub = [Requirement(r) for r in noxfile._requirements("dev") if r.startswith("jupyterhub")]
+    assert len(hub) == 1 and "<" in str(hub[0].specifier) and ">=" in str(hub[0].specifier)
+    assert not any(r.startswith("jupyterhub") for r in noxfile._requirements("course"))
+
+
+def test_the_tests_session_installs_the_hub_proxy_before_pytest(noxfile, monkeypatch) -> None:
+    ran: list[tuple[str, ...]] = []
+
+    class Session:
+        posargs: list[str] = []
+
+        def run(self, *args: str) -> None:
+            ran.append(args)
+
+    monkeypatch.setattr(noxfile, "run", lambda _session, name, *args: ran.append((name, *args)))
+    noxfile.tests(Session())
+    scripts = [Path(args[1]).name for args in ran[:-1]]
+    assert scripts == ["system_packages.py", "hub_proxy.py"]
+    assert ran[-1][:3] == ("dev", "-m", "pytest")
+
+
+def test_without_npm_the_hub_proxy_is_named_in_one_line_and_fails_only_under_ci(
+    monkeypatch, tmp_path, capsys
+) -> None:
+    from support import hub_proxy
+
+    monkeypatch.setattr(hub_proxy, "PROXY", tmp_path / "node_modules" / ".bin" / "proxy")
+    monkeypatch.setattr(hub_proxy.shutil, "which", lambda _name: None)
+    with pytest.raises(FileNotFoundError, match=r"npm is not installed \(`apt-get install"):
+        hub_proxy.install()
+    monkeypatch.delenv("CI", raising=False)
+    assert hub_proxy.main() == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "configurable-http-proxy" in lines[0]
+    monkeypatch.setenv("CI", "true")
+    assert hub_proxy.main() == 1
+
+
+def test_an_installed_hub_proxy_is_used_as_it_is(monkeypatch, tmp_path) -> None:
+    from support import hub_proxy
+
+    proxy = tmp_path / "configurable-http-proxy"
+    proxy.write_text("")
+    monkeypatch.setattr(hub_proxy, "PROXY", proxy)
+    monkeypatch.setattr(hub_proxy.shutil, "which", lambda _name: pytest.fail("npm was run"))
+    assert hub_proxy.install() == proxy

@@ -48,6 +48,9 @@ SKIPPED = {
     "python bench/train_throughput.py": "a benchmark: minutes",
     "python bench/train_throughput.py --corpus ../shared/data/time-machine.txt": "a benchmark, "
     "on a file outside the repository",
+    "python bench/train_throughput.py --configs course-tiny --compile": "a benchmark: minutes",
+    "python bench/train_throughput.py --device cuda": "a benchmark for a GPU; "
+    "tests/bench/test_train_throughput.py runs its CPU fallback",
     "python bench/grading_latency.py": "a benchmark: minutes",
     "python bench/grading_latency.py --lesson windows": "a benchmark: a minute or two",
     "python bench/grading_latency.py --lesson windows --tree RELEASE/windows": "a benchmark, "

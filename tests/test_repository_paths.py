@@ -1,4 +1,6 @@
-"""Every repository path that a docstring, a comment, a Markdown page or a message names exists.
+"""Every repository path that a docstring, a comment, a Markdown page or a message names exists,
+and no text names what a reader of the repository cannot open: an issue's number or a design
+document kept outside it.
 
 A path is a word that starts with one of the repository's top-level folders (``graders/...``,
 ``course/chapters/...``); ``FILE::name`` also needs ``name`` defined in that file. Placeholders
@@ -20,6 +22,10 @@ THIS = Path(__file__).resolve()  # its own examples name gone paths on purpose
 MADE_BY_COMMANDS = {"build", "runs", ".nox", "dist"}
 TEXT = {".py", ".md", ".toml", ".yml", ".yaml", ".js", ".css", ".html", ".sh", ".cfg", ".txt"}
 PLACEHOLDER = re.compile(r"[A-Z]{2,}|\.\.\.|[*{}<>$]")
+
+
+# Names that mean something only where the project is planned, not in the repository.
+OUTSIDE = re.compile(r"\bCOURSE\.md\b|\b[Ii]ssues? #?\d+|\bissue \d+'s\b")
 
 
 def _tracked() -> list[str]:
@@ -65,15 +71,47 @@ def stale_references(texts: dict[str, str], folders: set[str]) -> list[str]:
     return found
 
 
-def test_every_named_repository_path_exists() -> None:
-    files = _tracked()
-    texts = {
+def _texts(files: list[str]) -> dict[str, str]:
+    return {
         name: (ROOT / name).read_text(encoding="utf-8", errors="replace")
         for name in files
         if (Path(name).suffix in TEXT or name.startswith(".ci/")) and ROOT / name != THIS
     }
-    stale = stale_references(texts, _top_folders(files))
+
+
+def outside_references(texts: dict[str, str]) -> list[str]:
+    """``FILE:LINE: NAME`` for each issue number or outside document that ``texts`` names."""
+    return [
+        f"{name}:{text.count(chr(10), 0, match.start()) + 1}: {match.group()}"
+        for name, text in texts.items()
+        for match in OUTSIDE.finditer(text)
+    ]
+
+
+def test_every_named_repository_path_exists() -> None:
+    files = _tracked()
+    stale = stale_references(_texts(files), _top_folders(files))
     assert not stale, "stale references to repository paths:\n" + "\n".join(stale)
+
+
+def test_no_text_names_an_issue_number_or_a_document_outside_the_repository() -> None:
+    found = outside_references(_texts(_tracked()))
+    assert not found, "say what the thing is instead of where it was planned:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("the watch (issue 33) refuses it", True),
+        ("as Issue #12 asked", True),
+        ("what issue 18's attack did", True),
+        ("see COURSE.md for the table", True),
+        ("an issue with 3 tensors", False),
+        ("the course's markdown", False),
+    ],
+)
+def test_an_outside_reference_is_found(text: str, found: bool) -> None:
+    assert bool(outside_references({"page.md": text})) is found
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if __name__ == "__main__" and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.manifest import Lesson, load_manifest  # noqa: E402
+from core.manifest import Lesson, load_manifest, site_url  # noqa: E402
 
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 _DEF = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+(\w+)")
@@ -32,8 +32,10 @@ _DEF = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+(\w+)")
 PACKAGE_DOC = '''"""Your package: fill in the stubs, lesson by lesson.
 
 Every function that raises ``NotImplementedError`` is an exercise; its docstring says what to
-compute. Grade your work with ``nox -s grade`` (or ``nox -s grade -- LESSON``). Every module
-here is one lesson and all of it is yours. The provided code (the GPT, data pipeline, training
+compute. Grade your work with ``nox -s grade`` (or ``nox -s grade -- LESSON``) in the course's
+repository; in a lesson folder of a class's release, with the lesson's notebook or
+``python -m graders LESSON`` (``--watch`` re-grades on every save). Every module here is one
+lesson and all of it is yours. The provided code (the GPT, data pipeline, training
 and generation CLIs) is the ``gpt`` package beside this one, and it calls your functions when
 asked to: ``nox -s train -- --lessons exercises`` trains a GPT on your own code.
 
@@ -63,8 +65,11 @@ def _owner(lines: list[str], at: int, indent: int) -> tuple[str, str]:
     return (f"{top}.{function}" if top != function else function), top
 
 
-def stub_source(source: str, module: str, lesson: Lesson | None) -> str:
-    """``source`` with every solution region replaced by a NotImplementedError stub."""
+def stub_source(source: str, module: str, lesson: Lesson | None, site: str = "") -> str:
+    """``source`` with every solution region replaced by a NotImplementedError stub, whose
+    message names the section that teaches it: ``course/PAGE#SECTION`` in the repository, the
+    section's address on the course site ``site`` in a student release (which has no course/
+    pages)."""
     lines = source.splitlines(keepends=True)
     out: list[str] = []
     i = 0
@@ -82,18 +87,22 @@ def stub_source(source: str, module: str, lesson: Lesson | None) -> str:
         if end is None:
             raise ValueError(f"solutions/{module}.py: {BEGIN} at line {i + 1} is never closed")
         section = lesson.sections.get(top, "")
-        where = f"{lesson.page}#{section}" if section else lesson.page
+        if site:
+            where = site.rstrip("/") + "/" + site_url(lesson.page, section or None)
+        else:
+            where = "course/" + (f"{lesson.page}#{section}" if section else lesson.page)
         message = (
             f"{name} in exercises/{module}.py is not implemented yet "
-            f"(lesson {lesson.number}, {lesson.title}: see course/{where})"
+            f"(lesson {lesson.number}, {lesson.title}: see {where})"
         )
         out.append(" " * indent + f"raise NotImplementedError({message!r})\n")
         i = end + 1
     return "".join(out)
 
 
-def render(root: Path = ROOT) -> dict[str, str]:
-    """Every file of the generated package: relative name -> text."""
+def render(root: Path = ROOT, site: str = "") -> dict[str, str]:
+    """Every file of the generated package: relative name -> text (``site``: the course
+    site's address the stubs' messages link to, in a release; see :func:`stub_source`)."""
     lessons = load_lessons(root)
     files = {"__init__.py": PACKAGE_DOC}
     for path in sorted((root / "solutions").glob("*.py")):
@@ -105,7 +114,7 @@ def render(root: Path = ROOT) -> dict[str, str]:
                 f"solutions/{module}.py is no lesson of course/lessons.toml: provided code "
                 "belongs in gpt/, which students get as it is"
             )
-        files[path.name] = stub_source(path.read_text(), module, lessons[module])
+        files[path.name] = stub_source(path.read_text(), module, lessons[module], site)
     return files
 
 

@@ -32,6 +32,8 @@ import torch
 from torch import Tensor
 
 from core.manifest import load_manifest
+from graders import answers
+from graders.replayed import RAISED, Raised, Refused
 from graders.worker.protocol import (
     GENERATOR_STATE,
     MODULE,
@@ -64,8 +66,7 @@ _DECODED: dict[bytes, dict] = {}
 _DECODED_LOCK = threading.Lock()
 
 
-class Refused(Exception):
-    """A question this checker will not answer; the message says why."""
+TABLE_SUFFIX = ".table"
 
 
 class Answers:
@@ -80,7 +81,13 @@ class Answers:
 
     def names(self, function: str) -> list[str]:
         """The dependencies of ``module.function`` that this checker answers for (its
-        ``builds_on`` in the manifest)."""
+        ``builds_on`` in the manifest: this lesson's by name, an earlier one's as
+        ``module.function``). While the release's answers are recorded, only the earlier
+        lessons', those it calls through its own lesson's functions too: the reference then
+        calls its own lesson's functions, as a released grading does, so the questions
+        recorded are those a released grading asks (graders/replayed.py)."""
+        if answers.is_recording():
+            return list(self.manifest.earlier_dependencies(function))
         return list(self.manifest.dependencies(function))
 
     def allow(self, function: str | None) -> None:
@@ -92,37 +99,44 @@ class Answers:
     def answer(self, name: Any, question: Any, deadline: float | None = None) -> Any:
         """The answer to a proxy's question, or Refused; ``deadline`` (time.monotonic) is when
         the call that asks it must end."""
-        if not isinstance(name, str) or name.partition(".")[0] not in self.allowed:
+        if not isinstance(name, str):
             raise Refused(f"{name!r} is not a dependency of the function being graded")
-        _bounded(question)
-        _, dot, part = name.partition(".")
-        if dot and part != "table":
-            raise Refused(f"no answers for {name!r}")
+        table = name.endswith(TABLE_SUFFIX)
+        dependency = name.removesuffix(TABLE_SUFFIX) if table else name
+        if dependency not in self.allowed:
+            raise Refused(f"{name!r} is not a dependency of the function being graded")
+        _bounded(question, dependency)
         try:
-            if part == "table":
+            if table:
                 # Bounded by its size before it is read (operations, parts, items), not by the
                 # clock: under the clock's profile hook the GPT-2 ranks took 8 s to decode
                 # instead of 2, and a loaded machine refused a correct submission's question.
                 return self._table(question)
             with _until(deadline):
-                return self._pure(name, question)
+                value = self._pure(dependency, question)
         except Refused:
             raise
         except Exception as error:  # noqa: BLE001 - malformed questions from the student's code
-            why = f"{type(error).__name__}: {error}"
+            kind, why = type(error).__name__, f"{type(error).__name__}: {error}"
+            if kind in RAISED and type(error).__module__ == "builtins":
+                answers.record_dependency(dependency, question, raised=[kind, str(error)])
+                raise Raised(kind, str(error)) from None
             raise Refused(f"{name} could not be answered: {why}") from None
+        answers.record_dependency(dependency, question, value)
+        return value
 
     def _pure(self, name: str, question: Any) -> list:
         """A dependency's trusted implementation, else its lesson's oracle, on the question's
         arguments: [its value, what it did to the objects it was given, whether the value is a
         Dataset's items]."""
         args, kwargs = question
-        check = _CHECKS.get(name)
+        module, _, function = name.rpartition(".")  # an earlier lesson's: module.function
+        check = _CHECKS.get(function)
         if check is not None:
             check(args, dict(kwargs))
         revived = _Revived(self.vocabularies)
         args, kwargs = revived.value(list(args)), revived.value(dict(kwargs))
-        implementation = getattr(trusted, name, None) or oracles.named(name)
+        implementation = getattr(trusted, function, None) or oracles.named(function, module)
         if isinstance(implementation, type):  # a Dataset (TokenWindows): its items cross
             made = implementation(*args, **kwargs)
             if len(made) > MAX_ITEMS:
@@ -247,16 +261,23 @@ def _toy(state: Any) -> ToyLM:
     return model
 
 
-def _bounded(question: Any) -> None:
+# Dependencies whose cost does not grow with a table they are given, only with the ids they
+# read from it: lookup(GPT-2's token table, ids) is a gather, and that table alone holds 4.8
+# million numbers in the check that gives gpt_logits GPT-2's shapes.
+MAX_ELEMENTS_OF = {"embeddings.lookup": 1 << 24}
+
+
+def _bounded(question: Any, name: str = "") -> None:
     """Refuse questions too big to answer quickly: every part is counted each time it is
     reached (a list that repeats its own rows costs its full size), and strings, bytes, dict
     keys and nesting have bounds of their own."""
     elements = text = 0
+    most = MAX_ELEMENTS_OF.get(name, MAX_ELEMENTS)
     try:
         for item in parts_of(question, MAX_PARTS, MAX_DEPTH):
             if isinstance(item, Tensor):
                 elements += item.numel()
-                if elements > MAX_ELEMENTS:
+                if elements > most:
                     raise Refused("tensors too large for the grader to answer")
             elif isinstance(item, str | bytes):
                 text += len(item)

@@ -53,6 +53,13 @@ def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> 
     return F.cross_entropy(logits, targets, ignore_index=ignore_index)
 
 
+def add_positions(vectors: Tensor, pos_table: Tensor) -> Tensor:
+    T, L = vectors.shape[1], pos_table.shape[0]
+    if T > L:  # as the lesson asks: gpt_logits' check of a sequence too long rests on it
+        raise ValueError(f"sequence length T={T} exceeds the position table's L={L} rows")
+    return vectors + pos_table[:T]
+
+
 def shift(ids: Tensor) -> tuple[Tensor, Tensor]:
     return ids[..., :-1], ids[..., 1:]
 

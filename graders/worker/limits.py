@@ -14,3 +14,6 @@ SCRATCH = 256 << 20  # bytes of the sandbox's private /tmp (a tmpfs: counts as m
 # runs as a user of its own; without one, as the checker's user, whose other processes count.
 SANDBOX_PROCESSES = 64
 USER_PROCESSES = 1024
+# Nodes of the operator graph a by-hand function's call may trace to (graders/worker/tracing.py;
+# the checker refuses a longer one unread, graders/graph.py).
+GRAPH_NODES = 20_000

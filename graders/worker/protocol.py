@@ -27,6 +27,7 @@ MODULE = "__module__"
 GENERATOR_STATE = "__generator_state__"
 OPTIMIZER = "__optimizer__"
 TABLE = "__table__"
+GRAPH_OUTPUT = "__graph_output__"  # {GRAPH_OUTPUT: j} in a traced call's value: its j-th tensor
 TABLE_SIZE = 1024
 MESSAGE_LIMIT = 2000
 
@@ -193,6 +194,22 @@ def too_many_operations(payload: bytes) -> bool:
     except Exception:  # noqa: BLE001 - a malformed pickle: decode refuses it
         return False
     return False
+
+
+def tensor_leaves(obj: Any) -> list[Tensor]:
+    """The tensors of a call's inputs or value, in the one order both sides use: depth first,
+    through lists, tuples and dict values (in their order)."""
+    found: list[Tensor] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(item))
+    return found
 
 
 def pack(value: Any) -> dict:

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .absent import make_absent
 from .by_hand import LESSON_THREADS, _threads, watched
 from .framing import read_frame, read_message, write_frame
 from .hardening import SECCOMP, _die_with_parent, harden, limits_report, refuse_syscalls
@@ -30,8 +31,9 @@ from .protocol import (
     encode,
     pack,
 )
-from .proxies import DependencyRefused, make_proxies
+from .proxies import RAISED, DependencyRefused, UseOwn, make_proxies
 from .scenarios import SCENARIOS
+from .tracing import ready_tracer, trace
 
 ALIAS = "submission"  # the student's package is imported under this fixed name
 
@@ -47,7 +49,7 @@ class Worker:
         # (SCENARIOS["evaluate"] = forged, strip = a report of its own) changes nothing this
         # lesson process runs.
         self.scenarios = dict(SCENARIOS)
-        self.pack, self.strip, self.watched = pack, strip, watched
+        self.pack, self.strip, self.watched, self.trace = pack, strip, watched, trace
 
     def ask(self, name: str, question: Any) -> Any:
         """A proxy's question to the checker, answered while the request is still running."""
@@ -57,7 +59,11 @@ class Worker:
             raise SystemExit(3)
         reply = decode(frame)
         if not reply.get("ok"):
-            raise DependencyRefused(str(reply.get("error", "refused")))
+            error = str(reply.get("error", "refused"))
+            kind = RAISED.get(str(reply.get("raised")))
+            if kind is not None:  # the trusted code raised it, as the caller's own would
+                raise kind(error)
+            raise (UseOwn if reply.get("own") else DependencyRefused)(error)
         return reply["value"]
 
     def import_module(self, module: str) -> types.ModuleType:
@@ -81,22 +87,42 @@ class Worker:
         """Put the proxies of ``function``'s dependencies (those the checker will answer) into
         its module while it runs; the module's own objects return afterwards. ``fresh``: a new
         request (the ranks tables sent so far are forgotten, as the checker forgets them)."""
-        names = [n for n in names if isinstance(n, str) and n.isidentifier()]
+        names = [n for n in names if isinstance(n, str) and _proxied_name(n)]
         if fresh:
             self.proxies.tables.clear()
         module = self.import_module(function.partition(".")[0]) if names else None
         missing = object()
-        saved = {name: getattr(module, name, missing) for name in names}
+        saved: list[tuple[Any, str, Any]] = []  # (module, name, its own object) to put back
+
+        def plug(where: Any, attribute: str, proxy: Any) -> None:
+            saved.append((where, attribute, getattr(where, attribute, missing)))
+            setattr(where, attribute, proxy)
+
         for name in names:
-            setattr(module, name, self.proxies[name])
+            proxy = self.proxies[name]
+            lesson, dot, called = name.rpartition(".")
+            if not dot:  # a function of the graded module's own lesson
+                plug(module, name, proxy)
+                continue
+            # An earlier lesson's function (``attention.attention``): in its own module, and
+            # under every name the graded module holds it by (``from .attention import
+            # attention as attend`` too); without it there, under its own name.
+            other = self.import_module(lesson)
+            own = getattr(other, called, missing)
+            self.proxies.own[name] = own if callable(own) else None
+            plug(other, called, proxy)
+            held = [key for key, value in vars(module).items() if value is own]
+            for key in held if own is not missing and held else [called]:
+                plug(module, key, proxy)
         try:
             yield
         finally:
-            for name, value in saved.items():
+            for where, attribute, value in reversed(saved):
                 if value is missing:
-                    delattr(module, name)
+                    delattr(where, attribute)
                 else:
-                    setattr(module, name, value)
+                    setattr(where, attribute, value)
+            self.proxies.own.clear()
 
     def watched_call(
         self, fn: Callable, request: dict, proxied: Any, args: Iterable, kwargs: dict
@@ -125,6 +151,17 @@ class Worker:
             shared = map_shared(request.get("shared", ()), fds)
             args = tuple(revive(request["args"], shared))
             kwargs = tuple(revive(request["kwargs"], shared).items())
+            if request.get("trace"):
+                # A by-hand function: the checker grades the graph it runs itself, not a value.
+                with proxied:
+                    traced = self.trace(fn, args, dict(kwargs))
+                inputs = [self.strip(list(args)), self.strip(dict(kwargs))]
+                return {
+                    "ok": True,
+                    "value": self.pack(traced["value"]),
+                    "graph": self.pack(traced["graph"]),
+                    "inputs": self.pack(inputs),
+                }
             value = self.watched_call(fn, request, proxied, args, dict(kwargs))
             # What the call left its inputs as (the tensors the checker shares, it reads
             # itself; this report adds the lists and dicts around them).
@@ -152,6 +189,13 @@ class Worker:
             "message": _safe_str(error),
             "where": where,
         }
+
+
+def _proxied_name(name: str) -> bool:
+    """A function of the graded lesson (``split_heads``) or of an earlier one
+    (``attention.attention``)."""
+    lesson, _, function = name.rpartition(".")
+    return function.isidentifier() and (not lesson or lesson.isidentifier())
 
 
 def revive(obj: Any, shared: list[Tensor] | None = None) -> Any:
@@ -225,6 +269,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--fsize", type=int, default=FILE_SIZE)
     parser.add_argument("--nproc", type=int, default=USER_PROCESSES)
     parser.add_argument("--provided", default=None, metavar="DIR")
+    parser.add_argument("--trace", action="store_true")
     args = parser.parse_args(argv)
     # Standard input is a Unix socket to the checker (the control channel); it moves to a
     # private descriptor. The student's prints go to standard error (which the checker drains
@@ -246,6 +291,8 @@ def main(argv: list[str]) -> None:
     if args.provided:
         provide(args.provided)
     write_frame(control, encode({"ok": True, "pid": os.getpid()}))
+    if args.trace:  # a grading that traces: while the checker still starts, not on its clock
+        ready_tracer()
     serve_lessons(control, args.target)
 
 
@@ -276,7 +323,8 @@ def serve_lessons(control: int, target: str) -> None:
     the next fork, an ``{"op": "end"}``, or the end of the control channel kills it and
     everything it started. A fork may name another target (an unsandboxed checker keeps an
     idle worker for its next grading run, whatever that run grades), and may ask for
-    torch._dynamo to be imported first (``"dynamo": True``).
+    torch._dynamo to be imported first (``"dynamo": True``: an optimizer or the tracer of
+    graders/worker/tracing.py imports it), the tracer warmed up with it.
     """
     import socket
 
@@ -306,7 +354,7 @@ def serve_lessons(control: int, target: str) -> None:
             # torch imports torch._dynamo (a second or more) the first time an optimizer is
             # made: here, before the fork, it is on no check's clock, and every later lesson
             # process has it.
-            importlib.import_module("torch._dynamo")
+            ready_tracer()
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the lesson process
@@ -362,6 +410,7 @@ def serve(fd: int, target: str) -> None:
     torch.ones(1, requires_grad=True).sum().backward()
     LESSON_THREADS[0] = _threads()
     SECCOMP[0] = refuse_syscalls()
+    make_absent()  # the tokenizer libraries: the tokens lesson's exercises are their twins
     worker = Worker(target, fd, fd)
     import socket
 

@@ -1,6 +1,7 @@
 """MkDocs hook: the chapters' parts that come from the lesson manifest, ``course/lessons.toml``.
 
-- a header line under each chapter's H1: "Part N of 9 · about X min read · level";
+- a header line under each chapter's H1: "Part N of 9 · about X min read · level", and one
+  under the H1 of the reading pages beside them (the primer, ``course/more/``);
 - the exercise box that replaces the chapter's ``<!-- exercise-box -->`` line: the stub
   module, each function linked to the section that explains it, the ``nox -s grade --``
   command and the points (the sum of the lesson's ``[[lesson.check]]`` points);
@@ -22,14 +23,14 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # The hooks' shared modules sit beside this file: MkDocs puts this folder on sys.path while it
 # loads a hook, a test that loads one by its path does not.
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.append(str(Path(__file__).resolve().parent))
 
-from course_data import load_lessons, repository_root
+from course_data import load_lessons, nav_pages, repository_root
 from markdown_scan import fenced_lines, read_source, reading_minutes, slugify, strip_fences
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
@@ -44,6 +45,7 @@ PATH_MARKER = re.compile(r"^[ \t]*<!--\s*learning-path\s*-->[ \t]*$", re.MULTILI
 HEADING_ID = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*\{([^}]*)\}[ \t]*$", re.MULTILINE)
 ID = re.compile(r"\bid=\"([^\"]+)\"")
 REFERENCE_DIR = "reference"  # instructor build: reference/<module>.md
+PRIMER, MORE_DIR = "primer.md", "more/"  # the reading pages beside the chapters
 
 
 def instructor_build() -> bool:
@@ -57,6 +59,9 @@ class State:
         self.lessons: list[Lesson] = []
         self.by_page: dict[str, Lesson] = {}
         self.instructor = False
+        # The reading pages beside the chapters (the primer, course/more/) -> the part they
+        # follow in the nav (0 before the first).
+        self.beside: dict[str, int] = {}
 
 
 STATE = State()
@@ -120,6 +125,22 @@ def chapter_meta(lesson: Lesson, minutes: int) -> str:
     )
 
 
+def beside_meta(part: int, minutes: int) -> str:
+    """The header of a reading page beside the chapters: the primer (``part`` 0) or a "More"
+    page after chapter ``part``."""
+    where = (
+        f"Part 0 of {len(STATE.lessons)}, before part 1"
+        if part == 0
+        else f"More on part {part} of {len(STATE.lessons)}"
+    )
+    kind = "reference" if part == 0 else "optional"
+    return (
+        f'<p class="chapter-meta"><span class="chapter-meta__part">{where}</span> · '
+        f"<span>about {minutes} min read</span> · "
+        f'<span class="chapter-meta__level chapter-meta__level--{kind}">{kind}</span></p>'
+    )
+
+
 def exercise_box(lesson: Lesson, markdown: str) -> str:
     titles = heading_titles(markdown)
     lines = [
@@ -138,11 +159,17 @@ def exercise_box(lesson: Lesson, markdown: str) -> str:
         lines.append(f"    - [`{function}`](#{section}){where}{worth}")
     lines += [
         "",
-        "    Check your work (the report gives a hint and a link for every failed check):",
+        "    Check your work (the report gives a hint and a link for every failed check): in "
+        "the course's repository,",
         "",
         "    ```bash",
         f"    nox -s grade -- {lesson.slug}",
         "    ```",
+        "",
+        f"    in a class's release, in the lesson's folder, its notebook `{lesson.slug}.ipynb` "
+        f"or `python -m graders {lesson.slug}` (`--watch` grades again on every save; "
+        f"[In a class]({get_relative_url('class.md', lesson.page)}) says how to install and "
+        "submit).",
         "",
     ]
     if not lesson.checks:
@@ -185,7 +212,8 @@ def learning_path() -> str:
             "",
             f"    You write {functions} in `exercises/{lesson.module}.py`.",
             "",
-            f"    `nox -s grade -- {lesson.slug}` · {points}",
+            f"    `nox -s grade -- {lesson.slug}` (a class's release: "
+            f"`python -m graders {lesson.slug}`) · {points}",
             "",
         ]
     cards.append("</div>")
@@ -212,19 +240,6 @@ def reference_page(lesson: Lesson, source: str) -> str:
 # --------------------------------------------------------------------------- MkDocs events
 
 
-def _nav_paths(nav: Any) -> list[str]:
-    paths: list[str] = []
-    if isinstance(nav, str):
-        paths.append(nav)
-    elif isinstance(nav, list):
-        for item in nav:
-            paths += _nav_paths(item)
-    elif isinstance(nav, dict):
-        for value in nav.values():
-            paths += _nav_paths(value)
-    return paths
-
-
 def on_config(config, **kwargs):
     global STATE
     STATE = State()
@@ -247,9 +262,16 @@ def on_config(config, **kwargs):
             str((STATE.root / base).resolve()) for base in snippets.get("base_path", ["."])
         ]
 
+    part = 0
+    for path in nav_pages(config.nav):
+        if path in STATE.by_page:
+            part = STATE.by_page[path].number
+        elif path == PRIMER or path.startswith(MORE_DIR):
+            STATE.beside[path] = part
+
     # The nav must list the chapters in the manifest's order.
     if config.nav is not None:
-        chapters = [path for path in _nav_paths(config.nav) if path in STATE.by_page]
+        chapters = [path for path in nav_pages(config.nav) if path in STATE.by_page]
         expected = [lesson.page for lesson in STATE.lessons]
         if chapters != expected:
             log.warning(
@@ -314,6 +336,9 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs):
             )
             markdown = insert_after_h1(markdown, box)
         markdown = insert_after_h1(markdown, chapter_meta(lesson, minutes))
+    elif src in STATE.beside:
+        minutes = reading_minutes(read_source(STATE.docs_dir / src) or markdown)
+        markdown = insert_after_h1(markdown, beside_meta(STATE.beside[src], minutes))
     if src == "index.md":
         if PATH_MARKER.search(markdown):
             markdown = PATH_MARKER.sub(lambda _: learning_path(), markdown, count=1)

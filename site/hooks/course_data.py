@@ -36,3 +36,14 @@ def load_lessons(config: Any) -> list[Lesson]:
     except ManifestError as error:
         raise PluginError(f"course hooks: {error}") from None
     return sorted(manifest.lessons, key=lambda lesson: lesson.number)
+
+
+def nav_pages(nav: Any) -> list[str]:
+    """The pages of mkdocs.yml's nav, in order (its nested sections and titles flattened)."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, list):
+        return [page for item in nav for page in nav_pages(item)]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in nav_pages(value)]
+    return []

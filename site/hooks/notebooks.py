@@ -33,7 +33,7 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.append(str(Path(__file__).resolve().parent))
 
-from course_data import load_lessons
+from course_data import load_lessons, nav_pages
 from markdown_scan import fenced_blocks, fenced_lines
 from mkdocs.structure.files import File, Files
 
@@ -42,6 +42,8 @@ OPTION = re.compile(r"(\w+)=\"([^\"]*)\"")
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*(?:\{[^}]*\})?[ \t]*#*[ \t]*$")
 PROGRESS_MARKER = re.compile(r"^[ \t]*<!--\s*progress\s*-->[ \t]*$", re.MULTILINE)
 QUIZ = re.compile(r"^<quiz>", re.MULTILINE)
+# A line that starts no plain paragraph: indented, HTML, an admonition, a table, a list item.
+NOT_PROSE = re.compile(r"[ \t<!|>]|[-*+][ \t]|\d+[.)][ \t]")
 NOTEBOOK_DIR = "notebooks"
 TRUE = {"1", "on", "true", "yes"}
 
@@ -178,6 +180,24 @@ def _script(payload: dict[str, Any]) -> str:
     return f'<script type="application/json" id="course-cells">{text}</script>'
 
 
+def introduction_start(lines: list[str], start: int) -> int:
+    """Where the run box goes for a cell opening at line ``start``: before the paragraph that
+    introduces it when that paragraph ends with a colon ("Let us check that:"), so the box
+    never stands between a sentence and its code; else right before the cell."""
+    code = fenced_lines(lines)
+    end = start - 1
+    while end >= 0 and not lines[end].strip():
+        end -= 1
+    if end < 0 or code[end] or not lines[end].rstrip().endswith(":"):
+        return start
+    first = end
+    while first > 0 and lines[first - 1].strip() and not code[first - 1]:
+        first -= 1
+    if HEADING.match(lines[first]) or NOT_PROSE.match(lines[first]):
+        return start  # not a plain paragraph of the page's own (a heading, a list, a box)
+    return first
+
+
 def mark_cells(markdown: str, src_uri: str, lesson: str | None, root: str = "") -> str:
     """Markers around every cell, the run box before the first, the cells' JSON at the end."""
     cells = parse_cells(markdown)
@@ -187,10 +207,14 @@ def mark_cells(markdown: str, src_uri: str, lesson: str | None, root: str = "") 
     for index in reversed(range(len(cells))):
         cell = cells[index]
         lines[cell.end + 1 : cell.end + 1] = ["", '<div class="course-cell-end"></div>', ""]
-        before = ["", f'<div class="course-cell" data-cell="{index}"></div>', ""]
+        lines[cell.start : cell.start] = [
+            "",
+            f'<div class="course-cell" data-cell="{index}"></div>',
+            "",
+        ]
         if index == 0:
-            before = ["", run_box(src_uri), *before]
-        lines[cell.start : cell.start] = before
+            box = introduction_start(lines, cell.start)
+            lines[box:box] = ["", run_box(src_uri), ""]
     payload = {
         "page": src_uri,
         "root": root,  # the site's root, relative to this page
@@ -213,9 +237,17 @@ def progress_markup(lessons: list[Any], root: str) -> str:
         }
         for lesson in lessons
     ]
+    lesson_pages = {lesson.page for lesson in lessons}
+    others = [  # the primer's and the "More" pages' quizzes: no exercise, but quizzes to count
+        {"page": page, "title": STATE.titles.get(page, page), "quizzes": STATE.quizzes[page]}
+        for page in STATE.nav
+        if page not in lesson_pages and STATE.quizzes.get(page)
+    ]
     data = html.escape(json.dumps(rows), quote=True)
+    pages = html.escape(json.dumps(others), quote=True)
     return (
-        f'<div class="course-progress" data-root="{root}" data-lessons="{data}">\n'
+        f'<div class="course-progress" data-root="{root}" data-lessons="{data}" '
+        f'data-pages="{pages}">\n'
         '<p class="course-progress__static">Your grading results appear here when the course '
         "is served on your machine: run <code>nox -s course</code>, open the address it "
         "prints, and grade with <code>nox -s grade</code> in another terminal; this page "
@@ -231,6 +263,8 @@ class _State:
         self.lessons: list[Any] = []
         self.slug_by_page: dict[str, str] = {}
         self.quizzes: dict[str, int] = {}  # page -> number of quizzes (mkdocs_quiz's <quiz>)
+        self.titles: dict[str, str] = {}  # page -> its H1
+        self.nav: list[str] = []  # the pages in the navigation's order
 
 
 STATE = _State()
@@ -245,6 +279,7 @@ def on_config(config, **kwargs):
 
     os.environ[CHAPTER_ENV] = REFERENCE
     STATE.slug_by_page = {lesson.page: lesson.slug for lesson in STATE.lessons}
+    STATE.nav = nav_pages(config.nav)
     return config
 
 
@@ -256,13 +291,14 @@ def on_files(files: Files, config, **kwargs):
         except (OSError, UnicodeDecodeError):
             continue
         STATE.quizzes[file.src_uri] = len(QUIZ.findall(markdown))
-        cells = parse_cells(markdown)
-        if not cells:
-            continue
         title = next(
             (line[2:].strip() for line in markdown.splitlines() if line.startswith("# ")),
             PurePosixPath(file.src_uri).stem,
         )
+        STATE.titles[file.src_uri] = title
+        cells = parse_cells(markdown)
+        if not cells:
+            continue
         content = json.dumps(notebook(title, file.src_uri, cells), indent=1) + "\n"
         files.append(File.generated(config, notebook_path(file.src_uri), content=content))
     return files

@@ -13,7 +13,7 @@ from core.manifest import ManifestError, load_manifest, parse_manifest, site_url
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = tomllib.loads((ROOT / "course" / "lessons.toml").read_text())
-# COURSE.md's exercise API table: every function a student implements.
+# The course's exercise API: every function a student implements.
 CONTRACT = {
     "tokens": {"split_pieces", "bpe_merge", "encode", "decode", "train_bpe"},
     "embeddings": {"lookup", "one_hot_lookup", "add_positions", "nearest"},
@@ -95,11 +95,23 @@ def first_check(data: dict) -> dict:
             lambda d: first_check(d).update(evidence="claimed", points=2),
             "a claimed check (what only the student's process reports) is worth at most 1",
         ),
-        (lambda d: d["lesson"][0]["rule"][0].update(names=[]), "a rule needs names"),
+        (lambda d: d["lesson"][3]["rule"][0].update(names=[]), "a rule needs names"),
         (lambda d: d["lesson"][1].update(no_rule={"nope": "why"}), "no_rule.nope must name"),
         (
-            lambda d: d["lesson"][0].update(no_rule={"encode": "why"}),
-            "encode has a rule and a no_rule reason",
+            lambda d: d["lesson"][3].update(no_rule={"attention": "why"}),
+            "attention has a rule and a no_rule reason",
+        ),
+        (  # an earlier lesson's function that is not one of its functions
+            lambda d: d["lesson"][4]["builds_on"].update(mlp=["attention.nope"]),
+            "builds_on.mlp names 'attention.nope', which is no function of an earlier lesson",
+        ),
+        (  # a later lesson's function: a lesson is graded before the ones that follow it
+            lambda d: d["lesson"][4]["builds_on"].update(mlp=["objective.cross_entropy"]),
+            "builds_on.mlp names 'objective.cross_entropy', which is no function of an earlier",
+        ),
+        (
+            lambda d: d["lesson"][4]["builds_on"].update(mlp=["gelu", "gelu"]),
+            "builds_on.mlp entry 'gelu' appears more than once",
         ),
     ],
 )
@@ -167,3 +179,28 @@ def test_error_path_checks_are_marked():
         "gpt-logits-too-long",
         "lr-validates",
     }
+
+
+def test_a_function_builds_on_earlier_lessons_directly_and_through_its_own_lessons():
+    """The block lesson's self_attention calls lesson 4's attention itself; transformer_block
+    reaches it only through self_attention, gpt_logits through transformer_block too."""
+    manifest = load_manifest()
+    block = manifest.lesson("block")
+    assert block.own_dependencies("self_attention") == ("split_heads", "merge_heads")
+    assert block.earlier_dependencies("self_attention") == (
+        "attention.attention",
+        "attention.causal_mask",
+    )
+    assert block.earlier_dependencies("transformer_block") == ()
+    assert manifest.earlier_dependencies("block.transformer_block") == (
+        "attention.attention",
+        "attention.causal_mask",
+    )
+    assert set(manifest.earlier_dependencies("block.gpt_logits")) == {
+        "embeddings.lookup",
+        "embeddings.add_positions",
+        "attention.causal_mask",
+        "attention.attention",
+    }
+    assert manifest.earlier_dependencies("block.gelu") == ()
+    assert manifest.earlier_dependencies("nope.gelu") == ()

@@ -23,3 +23,67 @@ def test_a_stub_is_replaced_wherever_another_lesson_imported_it(tmp_path: Path) 
     assert fill_in(lessons, reference) == (yours, fallbacks)  # again: the same answer
     mine, none = fill_in(reference, reference)  # the reference is all its own
     assert sorted(mine) == sorted(yours + fallbacks) and none == []
+
+
+IGNORED = shutil.ignore_patterns("__pycache__")
+
+
+def _release_folders(tmp_path: Path) -> Path:
+    """A students' release as instructor/release.py lays it out, without the reference: the
+    block lesson's folder (its package, gpt/, core/ and the manifest) and lesson 4's folder, in
+    which the student wrote attention; lesson 2 is not there yet."""
+    root = Path(__file__).resolve().parents[2]
+    release = tmp_path / "release"
+    for slug in ("block", "attention"):
+        folder = release / slug
+        shutil.copytree(root / "exercises", folder / "exercises")
+        shutil.copytree(root / "gpt", folder / "gpt", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            root / "core", folder / "core", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        (folder / "course").mkdir()
+        shutil.copyfile(root / "course" / "lessons.toml", folder / "course" / "lessons.toml")
+    shutil.copyfile(root / "solutions" / "block.py", release / "block" / "exercises" / "block.py")
+    attention = release / "attention" / "exercises" / "attention.py"
+    shutil.copyfile(root / "solutions" / "attention.py", attention)
+    return release
+
+
+def test_in_the_release_an_earlier_lesson_comes_from_its_own_folder_or_says_where(tmp_path):
+    """Running the block lesson's code in its release folder: attention is the student's own
+    from the attention folder beside it; lookup, not written anywhere yet, raises one line that
+    names it, its lesson and the file it belongs in."""
+    import os
+    import subprocess
+    import sys
+
+    release = _release_folders(tmp_path)
+    script = """
+import torch
+from gpt.lessons import fill_in, load
+lessons = load("exercises")
+yours, fallbacks = fill_in(lessons)
+assert fallbacks == [] and "block.gpt_logits" in yours and "attention.attention" in yours
+C = 4
+params = {"c_attn.weight": torch.randn(3 * C, C), "c_proj.weight": torch.eye(C)}
+print(tuple(lessons.block.self_attention(torch.randn(1, 3, C), params, 2).shape))
+try:
+    wte = {"transformer.wte.weight": torch.eye(3, C)}
+    lessons.block.gpt_logits(torch.tensor([[0, 1]]), wte, 2)
+except NotImplementedError as error:
+    print(error)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=release / "block",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shape, missing = done.stdout.strip().splitlines()
+    assert shape == "(1, 3, 4)"
+    where = release / "embeddings" / "exercises" / "embeddings.py"
+    assert missing == f"lookup (lesson 2) is not written yet: write it in {where.resolve()}"

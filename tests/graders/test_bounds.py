@@ -1,4 +1,4 @@
-"""The checker bounds itself (issue 18): a failure message shows a bounded summary of a value,
+"""The checker bounds itself: a failure message shows a bounded summary of a value,
 never its full repr, however the value shares its parts."""
 
 from __future__ import annotations

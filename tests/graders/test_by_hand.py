@@ -1,4 +1,4 @@
-"""By-hand rules hold against every route to the forbidden computation (issue 18).
+"""By-hand rules hold against every route to the forbidden computation.
 
 Two layers, each tested on its own: the whole grading (the checker reads every file of the
 package, then the worker watches the call), and the worker's watch alone (the rule sent with
@@ -132,7 +132,7 @@ ROUTES = {
             """
         },
     ),
-    # Issue 33's attacks: the watch switched off through sys.modules, the library reached
+    # Attacks on the watch itself: the watch switched off through sys.modules, the library reached
     # through a class attribute; the answer computed by the library while it is pickled.
     "watch-replaced-through-sys-modules": (
         """

@@ -1,8 +1,8 @@
-"""What the checker believes about a call comes from what it verifies itself (issue 18).
+"""What the checker believes about a call comes from what it verifies itself.
 
 A function that changes its input in place and then alters what the worker reports of its
 inputs loses the points anyway: the tensors it was given live in memory the checker maps, and
-the checker reads them back itself after the call (issue 33).
+the checker reads them back itself after the call.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The grading plugin's own decisions (graders/plugin.py): error-path checks count only when
-their function computes its values (issue 33: a stub that raises ValueError naming its
+their function computes its values (a stub that raises ValueError naming its
 arguments earned the "raises ValueError" checks with no exercise written)."""
 
 from __future__ import annotations

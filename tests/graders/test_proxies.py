@@ -143,3 +143,46 @@ def test_a_table_that_is_no_table_is_refused(question, why, monkeypatch):
     with pytest.raises(Refused, match=why):
         answers.answer("bpe_merge.table", question)
     assert not dependencies._DECODED
+
+
+def test_an_earlier_lessons_function_is_asked_as_its_signature_binds_and_falls_back_to_its_own():
+    """The release matches recorded questions as asked (graders/replayed.py): a keyword the
+    submission's own function would take by position crosses by position; where the release's
+    checker has no answer (UseOwn), the submission's own function answers, with the caller's
+    arguments as given."""
+    from graders.worker.proxies import UseOwn
+
+    asked: list = []
+
+    def ask(name: str, question: object) -> object:
+        asked.append((name, question))
+        raise UseOwn("no recorded answer")
+
+    def own(q, k, v, mask=None):
+        return ("own", mask)
+
+    proxies = make_proxies(ask)
+    proxies.own["attention.attention"] = own
+    proxy = proxies["attention.attention"]
+    assert proxy.__name__ == "attention"
+    assert proxy(1, 2, 3, mask=4) == ("own", 4)
+    assert asked == [("attention.attention", [[1, 2, 3, 4], {}])]
+    proxies.own.clear()  # a proxy kept after its call has no own function to fall back on
+    with pytest.raises(UseOwn):
+        proxy(1, 2, 3, mask=4)
+    assert asked[-1] == ("attention.attention", [[1, 2, 3], {"mask": 4}])
+
+
+def test_a_trusted_dependencys_value_error_is_raised_in_the_caller(answered):
+    """gpt_logits' check of a sequence longer than the position table grades the caller's
+    handling of add_positions' ValueError, which the trusted add_positions raises."""
+    from graders.replayed import Raised
+
+    answers, _ = answered
+    answers.allow("block.gpt_logits")
+    with pytest.raises(Raised, match="exceeds the position table") as raised:
+        answers.answer("embeddings.add_positions", [[torch.zeros(1, 9, 4), torch.ones(6, 4)], {}])
+    assert raised.value.kind == "ValueError"
+    answers.allow("block.self_attention")
+    with pytest.raises(Refused, match="not a dependency"):
+        answers.answer("embeddings.add_positions", [[torch.zeros(1, 2, 4), torch.ones(6, 4)], {}])

@@ -122,14 +122,16 @@ def test_released_graders_give_full_marks_to_solutions_and_none_to_stubs(release
 
 def _builds_on(key: str) -> set[str]:
     """The module.function names ``key`` calls, directly or not (its builds_on in the manifest)."""
-    module = key.partition(".")[0]
     found: set[str] = set()
     todo = [key]
     while todo:
-        for name in MANIFEST.dependencies(todo.pop()):
-            if f"{module}.{name}" not in found:
-                found.add(f"{module}.{name}")
-                todo.append(f"{module}.{name}")
+        calling = todo.pop()
+        module = calling.partition(".")[0]
+        for name in MANIFEST.dependencies(calling):
+            qualified = name if "." in name else f"{module}.{name}"  # an earlier lesson's
+            if qualified not in found:
+                found.add(qualified)
+                todo.append(qualified)
     return found
 
 

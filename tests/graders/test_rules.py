@@ -102,9 +102,7 @@ def test_the_reading_refuses_what_reaches_the_grader_anywhere(label):
     assert found.file == "util/helpers.py" and 2 <= found.line <= len(lines), found
     # every rule of every lesson is broken by it, not only the lesson of the file
     assert str(
-        breach(
-            {"tokens": "def encode(t):\n    return []\n", "x": source}, "tokens", _rule("encode")
-        )
+        breach({"block": "def gelu(x):\n    return x\n", "x": source}, "block", _rule("gelu"))
     )
 
 
@@ -181,40 +179,6 @@ TWINS = {
         return params, state
         """,
     ],
-    "encode": [
-        """
-        import tiktoken
-        return tiktoken.get_encoding("gpt2").encode_ordinary(text)
-        """,
-        """
-        from gpt.vocab import gpt2_encoding
-        return gpt2_encoding().encode_ordinary(text)
-        """,
-        """
-        from transformers import GPT2TokenizerFast
-        return GPT2TokenizerFast.from_pretrained("gpt2")(text)
-        """,
-    ],
-    "decode": [
-        """
-        import tiktoken
-        return tiktoken.get_encoding("gpt2").decode(ids)
-        """,
-        """
-        from gpt.vocab import gpt2_encoding
-        return gpt2_encoding().decode(ids)
-        """,
-    ],
-    "train_bpe": [
-        """
-        from tiktoken._educational import bpe_train
-        return bpe_train(text, vocab_size, "")
-        """,
-        """
-        import tiktoken
-        return tiktoken._educational.SimpleBytePairEncoding.train(text, vocab_size, "")
-        """,
-    ],
 }
 SIGNATURES = {
     "layer_norm": "x, weight, bias, eps=1e-5",
@@ -222,9 +186,6 @@ SIGNATURES = {
     "cross_entropy": "logits, targets, ignore_index=-100",
     "attention": "q, k, v, mask=None",
     "adamw_step": "params, grads, state, *, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0",
-    "encode": "text",
-    "decode": "ids",
-    "train_bpe": "text, vocab_size",
 }
 HEADER = "\nimport math\nimport torch\nimport torch.nn.functional as F\n"
 
@@ -243,7 +204,7 @@ def _solutions_with(function: str, body: str) -> dict[str, str]:
 
 
 def test_every_library_twin_has_a_rule_or_a_reason():
-    """COURSE.md's list of exercises with a library twin."""
+    """The exercises whose computation a library also offers (a "library twin")."""
     twins = {"encode", "decode", "train_bpe", "lookup", "attention", "layer_norm", "gelu"}
     twins |= {"cross_entropy", "lm_loss", "adamw_step"}
     covered = {rule.function for _, rule in RULES}
@@ -385,7 +346,6 @@ GRADED_TWINS = {
     return [p.detach() for p in params], {"step": 1}
     """,
     "attention": TWINS["attention"][0],
-    "train_bpe": TWINS["train_bpe"][0],
 }
 
 

@@ -1,4 +1,4 @@
-"""Attacks on the worker, the process that runs the student's code (issue 33), each graded as
+"""Attacks on the worker, the process that runs the student's code, each graded as
 autograde grades it, earn at most what honest work of the same kind earns.
 
 Every attack below once earned points its honest twin did not: a lesson module that rebinds the

@@ -390,3 +390,44 @@ def test_a_failed_grading_shows_no_score_in_the_progress_lines(capsys):
     err = capsys.readouterr().err
     assert f"ann/{LESSON}: not graded  (the grading run exited with status -9)" in err
     assert f"bob/{LESSON}: 3 of 20" in err and "0 of 0" not in err
+
+
+def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):
+    """The reference block.py submitted alone (the folder's lessons 2 and 4 as released: stubs)
+    gets every point, hidden checks included, from ``python -m instructor autograde`` (ann) and
+    from nbgrader's own ``nbgrader autograde`` (bob), which grade it on its own code: the checker
+    answers lesson 4's attention and lesson 2's lookup (they once scored 27 of 44)."""
+    from nbgrader.api import Gradebook
+
+    lesson = manifest().lesson("block")
+
+    def hand_in(student: str) -> None:
+        dest = course.submitted / student / "block"
+        shutil.copytree(course.release / "block", dest)
+        shutil.copyfile(ROOT / "solutions" / "block.py", dest / "exercises" / "block.py")
+
+    hand_in("ann")
+    done = subprocess.run(
+        [sys.executable, "-m", "instructor", "--course", str(course.root), "autograde", "block"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    hand_in("bob")  # after: nbgrader's kernel grades bob itself (no result is waiting)
+    scripts = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+    done = subprocess.run(
+        [os.path.join(scripts, "nbgrader"), "autograde", "block", "--student", "bob", "--force"],
+        cwd=course.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with Gradebook(course.db_url) as gb:
+        for student in ("ann", "bob"):
+            submission = gb.find_submission("block", student)
+            assert submission.score == submission.max_score == lesson.max_points(hidden=True)

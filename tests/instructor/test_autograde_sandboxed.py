@@ -484,10 +484,11 @@ def test_release_has_no_solutions_and_no_hidden_graders(graded_class):
 @pytest.mark.slow
 @pytest.mark.slow
 def test_release_harness_holds_no_solution_of_any_lesson(released_course):
-    """Every file of every lesson's release (notebook, package, graders, recorded answers):
-    no body of any lesson's solution (nor a distinctive line of one), no line of the trusted
-    implementations or the oracles (which the release leaves out: the released checks replay
-    recorded answers), and no hidden grader text."""
+    """Every file of every lesson's release (notebook, package, graders, recorded answers) but
+    the course's pages (the site's, which the 'course' corpus reads): no body of any lesson's
+    solution (nor a distinctive line of one), no line of the trusted implementations or the
+    oracles (which the release leaves out: the released checks replay recorded answers), and
+    no hidden grader text."""
     release = released_course / "release"
     lessons = [lesson for lesson in manifest().lessons if lesson.checks]
     assert sorted(p.name for p in release.iterdir()) == sorted(x.slug for x in lessons)
@@ -518,6 +519,8 @@ def test_release_harness_holds_no_solution_of_any_lesson(released_course):
         secrets = _hidden_texts(lesson) + ["BEGIN HIDDEN TESTS"]
         for path, text in files.items():
             where = path.relative_to(release)
+            if where.parts[1] == "course" and where.suffix == ".md":
+                continue  # the site's own pages, published to every student already
             assert not _leaks(text, bodies), f"solution code in {where}"
             lines = _lines(text)
             assert not lines & solution_lines, f"solution code in {where}"
@@ -535,7 +538,8 @@ def test_feedback_has_no_hidden_grader_text(graded_class):
     students = {p.relative_to(feedback).parts[0] for p in files}
     assert students == set(graded_class["expected"])
     secrets = _hidden_texts(graded_class["lesson"]) + ["BEGIN HIDDEN TESTS"]
-    # What a student needs and nothing else: the HTML and their own lesson module.
+    # What a student needs and nothing else: the HTML and their own lesson module, and what
+    # nbgrader's release_feedback files the feedback under (the submission's time and secret).
     module = graded_class["lesson"].module
     for student in students:
         theirs = feedback / student / graded_class["lesson"].slug
@@ -545,6 +549,9 @@ def test_feedback_has_no_hidden_grader_text(graded_class):
         expected = {f"{graded_class['lesson'].slug}.html"}
         if own.is_file() and not own.is_symlink():  # a link is nobody's own file: never copied
             expected.add(f"exercises/{module}.py")
+        for name in ("timestamp.txt", "submission_secret.txt"):
+            if (mine / name).is_file() and not (mine / name).is_symlink():
+                expected.add(name)
         assert names == expected, (student, names)
     for path, text in files.items():
         for secret in secrets:

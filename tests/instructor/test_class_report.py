@@ -1,4 +1,4 @@
-"""The class report (issue 34): it opens with what to re-teach, shows an import failure once
+"""The class report: it opens with what to re-teach, shows an import failure once
 with its cause, names timeouts, leaves out lessons nobody submitted, shows the scores of
 grades.csv (late penalty included, raw beside) and lists the code flagged for review.
 

@@ -1,5 +1,5 @@
-"""Download names (issue 34): Blackboard's, Canvas's and Moodle's are recognised, and a pattern
-of one's own in nbgrader_config.py (issue 44: Canvas's late marker, Moodle's group
+"""Download names: Blackboard's, Canvas's and Moodle's are recognised, and a pattern
+of one's own in nbgrader_config.py (Canvas's late marker, Moodle's group
 submissions, Blackboard's attempt files and receipts); a student not on the roster is listed,
 never created; the zips whose names hold no date are counted in one line per lesson;
 the collector maps the files of a zip to students and skips unusable zips in one line each."""
@@ -229,3 +229,22 @@ def test_students_autograde_added_are_no_roster(course, tmp_path, monkeypatch):
     found, problems, _notes = collect(course, [LESSON])
     assert found == {LESSON: ["zed"]}
     assert len(problems) == 1 and "eve is not on the roster" in problems[0]
+
+
+def test_the_zip_a_student_makes_is_collected(course, tmp_path):
+    """What `python -m graders LESSON --zip` writes (graders/submission.py) is what collect
+    takes: the module and the notebook, nothing else in the zip."""
+    from graders.submission import make_submission
+    from instructor.collect import collect
+
+    folder = tmp_path / "lesson"
+    (folder / "exercises").mkdir(parents=True)
+    (folder / "exercises" / "embeddings.py").write_text("# ann's lookup\n")
+    (folder / f"{LESSON}.ipynb").write_text("{}")
+    made = make_submission(LESSON, folder)
+    shutil.copyfile(made, course.downloaded / LESSON / "archive" / "ann.zip")
+    found, problems, _ = collect(course, [LESSON])
+    assert found == {LESSON: ["ann"]} and not problems
+    got = course.submitted / "ann" / LESSON
+    assert (got / "exercises" / "embeddings.py").read_text() == "# ann's lookup\n"
+    assert (got / f"{LESSON}.ipynb").is_file()

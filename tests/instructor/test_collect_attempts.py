@@ -1,4 +1,4 @@
-"""Several attempts of one student (issue 21): collect keeps the newest as the submission,
+"""Several attempts of one student: collect keeps the newest as the submission,
 never lets an older zip replace a newer one, says so in one line, and keeps the older attempts
 for the class report's history."""
 

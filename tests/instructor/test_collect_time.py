@@ -1,5 +1,5 @@
-"""A submission's time never comes from inside its zip (issue 18): the student sets those
-dates. It comes from the LMS's own times (issue 44) when a download's name holds none; a
+"""A submission's time never comes from inside its zip: the student sets those
+dates. It comes from the LMS's own times when a download's name holds none; a
 corrected first-seen.json is the zip's time; zips with no time are counted, with their cost
 under the late policy, in one line before grading."""
 

@@ -1,4 +1,4 @@
-"""Autograde's Dask clusters (issues 18 and 21): the local one lets no other process in, and an
+"""Autograde's Dask clusters: the local one lets no other process in, and an
 external one, a scheduler and a worker started as separate processes the way
 docs/instructors.md says, grades a class.
 

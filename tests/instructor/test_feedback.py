@@ -125,3 +125,27 @@ def test_feedback_says_why_the_module_failed_to_import(released_course, tmp_path
     page = Path(next(p for p in made if "/ann/" in p)).read_text()
     assert "not run: the module failed to import: embeddings.py, line 7: NameError: name " in page
     assert "&#39;torhc&#39; is not defined" in page or "'torhc' is not defined" in page
+
+
+def test_a_feedback_folder_keeps_the_html_the_module_and_what_the_exchange_needs(tmp_path):
+    """What nbgrader copied from the assignment goes; the HTML, the student's lesson module and
+    the submission's timestamp.txt and submission_secret.txt (nbgrader's release_feedback files
+    the feedback under them) stay, but not as links (to a file of the instructor's, say)."""
+    from instructor.feedback import keep_only_theirs
+
+    own = f"exercises/{LESSON}.py"
+    exchange = ["timestamp.txt", "submission_secret.txt"]
+    theirs_not = [f"graders/public/test_{LESSON}.py", "gpt/model.py"]
+    for name in (f"{LESSON}.html", own, *exchange, *theirs_not):
+        (tmp_path / "kept" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "kept" / name).write_text("x")
+    keep_only_theirs(tmp_path / "kept", own)
+    names = {p.relative_to(tmp_path / "kept").as_posix() for p in (tmp_path / "kept").rglob("*")}
+    assert names == {f"{LESSON}.html", "exercises", own, *exchange}
+
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    for name in exchange:
+        (linked / name).symlink_to(tmp_path / "kept" / name)
+    keep_only_theirs(linked, own)
+    assert not any(linked.iterdir())

@@ -194,7 +194,9 @@ def test_release_autograde_report_and_export_on_postgresql(postgres, tmp_path, m
     url = postgres().replace("//postgres@", "//postgres:s3cret@")  # trust auth: never checked
     course = tmp_path / "course"
     said = []
-    done = instructor(course, "release", LESSON, "--gradebook", url)
+    done = instructor(
+        course, "release", LESSON, "--gradebook", url, "--site-url", "https://c.example.org/"
+    )
     said.append(done.stdout + done.stderr)
     assert done.returncode == 0, said[-1][-3000:]
     submit(course, "ann", {})

@@ -17,7 +17,7 @@ import pytest
 from core.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-# Appended to the reference module: at import, in the worker, it tries what issue 33's
+# Appended to the reference module: at import, in the worker, it tries what a hostile
 # submission did (the oracles and hidden graders beside gpt/, which the worker imports, and the
 # seed on the checker's command line or in an environment) and refuses to be graded if any of it
 # can be read, or if it runs as root. Full marks mean it could read none of it.
@@ -124,9 +124,10 @@ def test_without_bubblewrap_the_upload_runs_as_an_unprivileged_user_away_from_th
 ):
     """No bwrap on PATH, as in Gradescope's containers: setup.sh's checks create the user,
     lock the checker's secrets and find the fallback working; run_autograder then grades the
-    upload as that user. The upload (the reference, with issue 33's reach for the oracles, the
-    hidden graders and the seed) gets every point: it ran, not as root, and read none of them.
-    Public checks are visible, hidden ones after publication; links are on the course site."""
+    upload as that user. The upload (the reference, with a hostile submission's reach for the
+    oracles, the hidden graders and the seed) gets every point: it ran, not as root, and read
+    none of them. Public checks are visible, hidden ones after publication; links are on the
+    course site."""
     autograder = unpack("fallback")
     env = {"PYTHON": student_python, "PATH": path_without_bwrap}
     setup = _run(autograder / "source" / "setup.sh", autograder, env, "--check")
@@ -212,3 +213,36 @@ def test_with_bubblewrap_the_upload_is_graded_in_the_sandbox(gradescope_zip, unp
     results = json.loads((autograder / "results" / "results.json").read_text())
     assert done.returncode == 0 and results["score"] == 0, done.stdout + done.stderr
     assert f"no {module} in the submission" in results["output"]
+
+
+def test_the_block_lesson_uploaded_alone_gets_every_point(tmp_path, open_folder, bubblewrap):
+    """The reference block.py uploaded alone to the block lesson's autograder (its package the
+    released one: lessons 2 and 4 as stubs) scores every check in the sandbox: the checker
+    answers lesson 4's attention and lesson 2's lookup, as at autograde."""
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox's own tests cover a non-root checker")
+    pytest.importorskip("nbformat", reason="the grading extra (nbgrader) is not installed")
+    from instructor.course import Course
+    from instructor.gradescope import build
+
+    course = tmp_path / "course"
+    released = course / "source" / "block" / "exercises"
+    shutil.copytree(ROOT / "exercises", released, ignore=shutil.ignore_patterns("__pycache__"))
+    (course / "release.json").write_text(json.dumps({"site_url": "https://example.org/"}))
+    archive = build(Course.at(course), "block", course / "gradescope")
+    autograder = open_folder / "block" / "autograder"
+    with zipfile.ZipFile(archive) as opened:
+        opened.extractall(autograder / "source")
+        for info in opened.infolist():
+            (autograder / "source" / info.filename).chmod(info.external_attr >> 16)
+    for folder in [autograder.parent, autograder, *(autograder / "source").rglob("*")]:
+        if folder.is_dir():
+            folder.chmod(0o755)
+    shutil.copy(autograder / "source" / "run_autograder", autograder / "run_autograder")
+    (autograder / "submission").mkdir()
+    shutil.copy(ROOT / "solutions" / "block.py", autograder / "submission")
+    env = {"PYTHON": os.path.join(os.path.realpath(sys.prefix), "bin", "python")}
+    results = _results(autograder, env, "the bubblewrap sandbox")
+    tests = {t["name"].split(" ")[0]: t for t in results["tests"]}
+    assert set(tests) == {c.id for c in load_manifest().lesson("block").checks}
+    assert all(t["score"] == t["max_score"] > 0 for t in tests.values()), results

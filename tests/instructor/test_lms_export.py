@@ -1,4 +1,4 @@
-"""instructor/lms_export.py (issue 44): `export --format canvas|moodle` writes the columns each
+"""instructor/lms_export.py: `export --format canvas|moodle` writes the columns each
 LMS's gradebook import documents (Canvas: Student, ID, SIS User ID, SIS Login ID, Section, a
 column per assignment and the Points Possible row; Moodle: an identifier column and a column per
 grade item), with the scores after late penalties and an empty cell for work not handed in."""

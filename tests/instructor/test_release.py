@@ -4,9 +4,14 @@ the site URL and requirements, and the block lesson through every instructor com
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
 import sys
+import zipfile
 
+import pytest
 from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
@@ -16,6 +21,9 @@ from support.instructor_commands import (  # noqa: E402
     ROOT,
     manifest,
 )
+from support.release_site import RELEASED_SITE  # noqa: E402
+
+from core.manifest import load_manifest  # noqa: E402
 
 
 def test_public_manifest_has_no_hidden_checks():
@@ -77,21 +85,50 @@ def test_lesson_notebook_carries_the_manifest_points():
     assert "https://example.org/course/chapters/" in nb.cells[0].source
 
 
-def test_release_site_url_and_requirements(released_course, monkeypatch):
+def test_the_site_is_recorded_once_and_kept_unless_changed_on_purpose(tmp_path, monkeypatch):
+    from instructor.course import Course
+    from instructor.release import NoSiteError, choose_site, course_site
+
+    course = Course.at(tmp_path / "course")
+    monkeypatch.delenv("COURSE_SITE_URL", raising=False)
+    with pytest.raises(NoSiteError) as refused:  # never mkdocs serve's 127.0.0.1 by default
+        choose_site(course)
+    said = str(refused.value)
+    assert "\n" not in said and "--site-url URL" in said and "later releases keep it" in said
+    monkeypatch.setenv("COURSE_SITE_URL", "https://course.example.org/gpt")
+    assert choose_site(course) == "https://course.example.org/gpt/"
+    course.root.mkdir(parents=True)
+    (course.root / "release.json").write_text('{"site_url": "https://first.example.org/"}')
+    # recorded at the first release: kept over the environment, changed by --site-url alone
+    assert choose_site(course) == course_site(course) == "https://first.example.org/"
+    assert choose_site(course, "https://other.example.org") == "https://other.example.org/"
+
+
+def test_released_folders_link_the_recorded_site_and_name_what_to_install(released_course):
     import nbformat
 
-    from instructor.release import is_local, site_base
+    from gpt.vocab import VOCAB_INSTALL
+    from instructor.release import torch_cpu_index
 
-    monkeypatch.delenv("COURSE_SITE_URL", raising=False)
-    assert is_local(site_base())  # mkdocs.yml's default: `nox -s serve`'s address
-    monkeypatch.setenv("COURSE_SITE_URL", "https://course.example.org/gpt")
-    assert site_base() == "https://course.example.org/gpt/"
-    assert site_base("https://other.example.org") == "https://other.example.org/"
+    assert json.loads((released_course / "release.json").read_text()) == {"site_url": RELEASED_SITE}
     folder = released_course / "release" / LESSON
+    assert json.loads((folder / "release.json").read_text())["site_url"] == RELEASED_SITE
     needs = (folder / "requirements.txt").read_text()
-    assert "torch" in needs and "pytest" in needs and "jupyterlab" in needs
-    nb = nbformat.read(folder / f"{LESSON}.ipynb", as_version=4)
-    assert "requirements.txt" in nb.cells[0].source
+    lines = [line for line in needs.splitlines() if not line.startswith("#")]
+    names = {re.match(r"[\w.-]+", line).group(0).lower() for line in lines[1:]}
+    assert lines[0] == f"--extra-index-url {torch_cpu_index()}"  # CPU torch, as on Linux
+    assert {"torch", "pytest", "hypothesis", "jupyterlab", "tiktoken"} <= names, names
+    assert not {"transformers", "pytest-xdist", "nbgrader"} & names  # what graders never import
+    assert f"#   {VOCAB_INSTALL}" in needs.splitlines()  # the --no-deps install line
+    notebook = nbformat.read(folder / f"{LESSON}.ipynb", as_version=4)
+    intro = notebook.cells[0].source
+    assert VOCAB_INSTALL in intro and "pip install -r requirements.txt" in intro
+    assert f"python -m graders --watch {LESSON}" in intro and "127.0.0.1" not in intro
+    assert RELEASED_SITE in intro and f"{LESSON}-submission.zip" in intro
+    assert notebook.cells[-1].source.endswith(f'submit("{LESSON}")')
+    module = load_manifest().lesson(LESSON).module
+    stub = (folder / "exercises" / f"{module}.py").read_text()
+    assert f"see {RELEASED_SITE}chapters/" in stub and "course/chapters" not in stub
 
 
 def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
@@ -148,3 +185,74 @@ def test_the_block_lesson_goes_through_release_autograde_report_and_progress(
     data = json.loads(unescape(markup.split('data-lessons="')[1].split('"')[0]))
     assert [row["slug"] for row in data][3:6] == ["attention", "block", "objective"]
     assert data[4]["functions"] == list(block.functions)
+
+
+@pytest.mark.parametrize("kind", ["reference", "honest"])
+def test_the_released_block_lesson_is_graded_on_its_own_code(released_course, tmp_path, kind):
+    """A release folder of lesson 5 holds lessons 2 and 4 as stubs; the reference block.py (or
+    an honest one that names them otherwise) gets every public point there from the command
+    the release names and from the notebook's check() cells: lesson 4's attention and lesson
+    2's lookup are answered from what the release recorded, and the notebook says so."""
+    import os
+    import subprocess
+
+    import nbformat
+    from support import block_alone
+
+    folder = tmp_path / "block"
+    shutil.copytree(released_course / "release" / "block", folder)
+    (folder / "exercises" / "block.py").write_text(getattr(block_alone, kind)())
+    assert "NotImplementedError" in (folder / "exercises" / "attention.py").read_text()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COURSE_INPUT_SEED")}
+    lesson = manifest().lesson("block")
+    public = [c.id for c in lesson.checks if not c.hidden]
+    script = (
+        "import json\nfrom graders.notebook import check\n"
+        f"print(json.dumps([check('block', c) for c in {public!r}]))\n"
+    )
+    for command in (
+        [sys.executable, "-m", "graders", "block", "--json", "report.json"],
+        [sys.executable, "-c", script],
+    ):
+        done = subprocess.run(
+            command, cwd=folder, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((folder / "report.json").read_text())
+    assert report["points"] == report["max_points"] == lesson.max_points(hidden=False)
+    points = json.loads(done.stdout.strip().splitlines()[-1])
+    assert points == [c.points for c in lesson.checks if not c.hidden], done.stdout[-3000:]
+    box = nbformat.read(folder / "block.ipynb", as_version=4).cells[0].source
+    assert "lesson 4's `attention`" in box and "lesson 2's `lookup`" in box
+    # the chapters' code reads the course's pages: they travel with the release
+    corpus = "from gpt.corpus import load_corpus; print(len(load_corpus('course')))"
+    done = subprocess.run(
+        [sys.executable, "-c", corpus], cwd=folder, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and int(done.stdout) > 10_000, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_lesson_released_later_keeps_the_courses_site(released_course, tmp_path):
+    """Releasing one more lesson without --site-url links where the earlier ones do (the
+    Gradescope zip too), even with another COURSE_SITE_URL in the environment."""
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_SITE_URL"}
+    env["COURSE_SITE_URL"] = "https://somewhere-else.example.org/"
+    run = [sys.executable, "-m", "instructor", "--course", str(course)]
+    done = subprocess.run(
+        [*run, "release", "windows"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"site: {RELEASED_SITE} (kept" in done.stdout
+    for folder in ("release", "source"):
+        info = json.loads((course / folder / "windows" / "release.json").read_text())
+        assert info["site_url"] == RELEASED_SITE
+    assert json.loads((course / "release.json").read_text())["site_url"] == RELEASED_SITE
+    zipped = subprocess.run(
+        [*run, "gradescope", "windows"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert zipped.returncode == 0, zipped.stderr[-3000:]
+    with zipfile.ZipFile(course / "gradescope" / "windows.zip") as archive:
+        assert json.loads(archive.read("gradescope.json"))["site_url"] == RELEASED_SITE

@@ -1,4 +1,4 @@
-"""The release ships only generated stubs (issue 18): exercises/ filled with the solutions, as
+"""The release ships only generated stubs: exercises/ filled with the solutions, as
 an instructor trying the course would, makes it refuse in one line, and nothing ships."""
 
 from __future__ import annotations

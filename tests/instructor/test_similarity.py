@@ -1,4 +1,4 @@
-"""Similar submissions (issue 34): a renamed copy and a padded copy of another student's work
+"""Similar submissions: a renamed copy and a padded copy of another student's work
 rank first in every lesson of a test class where four students wrote the reference solution
 word for word, three others wrote correct solutions of their own, and one submitted one line;
 what every correct solution writes the same way is not flagged."""

@@ -1,4 +1,4 @@
-"""The LMS's own submission times (issue 44): a Canvas submissions JSON, a Moodle grading
+"""The LMS's own submission times: a Canvas submissions JSON, a Moodle grading
 worksheet and a plain student,timestamp CSV are read into UTC times and the students they name;
 a file of another shape, or a row that holds no time, is refused in one line saying what to do."""
 

@@ -297,6 +297,9 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     bar = page.locator(".course-cell-bar").nth(first)
     bar.locator(".course-edit").click()
     editor = page.locator(".course-editor")
+    # Python's lines are never soft-wrapped in the editor: a long one scrolls.
+    assert editor.get_attribute("wrap") == "off"
+    assert editor.evaluate("e => getComputedStyle(e).whiteSpace") == "pre"
     editor.fill(editor.input_value() + "\nprint('edited', 6 * 7)")
     out = _run(page, first)
     assert "edited 42" in out.text_content()

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 ENTRIES = tomllib.loads((ROOT / "site" / "glossary.toml").read_text(encoding="utf-8"))["entry"]
 
-# The words a beginner needs (issue 11): the training objective's vocabulary and PyTorch's basics.
+# The words a beginner needs: the training objective's vocabulary and PyTorch's basics.
 REQUIRED = [
     "attention map",
     "dimension",

@@ -66,6 +66,26 @@ def test_marked_page_carries_markers_run_box_and_sources() -> None:
     assert data["lesson"] == "x"
 
 
+CELL = '```python exec="on"\nprint(1)\n```\n'
+
+
+@pytest.mark.parametrize(
+    ("before", "box_first"),
+    [
+        ("Some prose.\n\nLet us check that\nnumerically:\n\n", True),  # the box before "Let us"
+        ("Some prose.\n\nA sentence that ends here.\n\n", False),  # the box before the code
+        ("- a list item that ends with:\n\n", False),  # not a paragraph of its own
+    ],
+)
+def test_the_run_box_never_parts_a_colon_from_its_code(before: str, box_first: bool) -> None:
+    marked = hook.mark_cells(f"# T\n\n{before}{CELL}", "chapters/09-x.md", "x")
+    box = marked.index("Run these examples yourself")
+    last_line = before.rstrip().splitlines()[-1]
+    assert "Some prose." not in before or marked.index("Some prose.") < box
+    assert (box < marked.index(last_line)) is box_first
+    assert box < marked.index('data-cell="0"') < marked.index("print(1)")
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_every_chapter_notebook_is_valid(chapter: Path) -> None:
     nbformat = pytest.importorskip("nbformat")

@@ -1,10 +1,12 @@
 """The system packages some tests need, found in one place.
 
-Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests and
-``postgresql`` serves the shared-gradebook test. A test asks with ``require(PACKAGE)``: it gets the
-path it needs, or is skipped with one line naming the package and the command that installs it,
-which pytest's summary (``-ra``) shows. Under ``CI`` the absence fails the test instead: a CI
-machine that lost a package must not turn its tests into skips unnoticed.
+Debian's ``bubblewrap`` sandboxes graded code, ``chromium`` drives the browser tests, ``npm``
+installs axe-core for the accessibility test and JupyterHub's proxy for the JupyterHub class
+test (:mod:`support.hub_proxy`), and ``postgresql`` serves the shared-gradebook test. A test
+asks with ``require(PACKAGE)``: it gets the path it needs, or is skipped with one line naming
+the package and the command that installs it, which pytest's summary (``-ra``) shows. Under
+``CI`` the absence fails the test instead: a CI machine that lost a package must not turn its
+tests into skips unnoticed.
 
 ``nox -s tests`` runs this file first (``python tests/support/system_packages.py``): as root
 with apt-get it installs what is missing, otherwise it prints the one command to run.
@@ -19,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 
 @functools.cache
@@ -46,6 +49,13 @@ def _chromium() -> Path | None:
     return path if path.exists() else None
 
 
+def _npm() -> Path | None:
+    # Debian's npm, or the one Node.js's own packages bring: it installs axe-core for the
+    # accessibility test (tests/support/axe.py) and JupyterHub's proxy (tests/support/hub_proxy.py).
+    found = shutil.which("npm")
+    return Path(found) if found else None
+
+
 def _postgresql() -> Path | None:
     """The folder holding initdb and postgres: on PATH, or Debian's versioned folder."""
     found = shutil.which("initdb")
@@ -59,6 +69,7 @@ def _postgresql() -> Path | None:
 PACKAGES: dict[str, Callable[[], Path | None]] = {
     "bubblewrap": _bubblewrap,
     "chromium": _chromium,
+    "npm": _npm,
     "postgresql": _postgresql,
 }
 
@@ -81,10 +92,17 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def require(name: str) -> Path:
-    """The path of system package ``name``; skips the test (fails it under CI) when absent."""
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the calling test with ``reason``; fail it under CI, which must run every test."""
     import pytest
 
+    if under_ci():
+        pytest.fail(f"{reason}, and CI must run every test", pytrace=False)
+    pytest.skip(reason)
+
+
+def require(name: str) -> Path:
+    """The path of system package ``name``; skips the test (fails it under CI) when absent."""
     found = PACKAGES[name]()
     if found is None:
         reason = f"{name} is not installed (`{install_command([name])}`)"
@@ -95,9 +113,7 @@ def require(name: str) -> Path:
         )
     else:
         return found
-    if under_ci():
-        pytest.fail(f"{reason}, and CI must run every test", pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail(reason)
 
 
 def main() -> int:

@@ -30,11 +30,13 @@ def __getattr__(name: str) -> Any:
     return named(name)
 
 
-def named(name: str) -> Any:
-    """The oracle ``name`` of the lessons' modules. Call this rather than ``oracles.NAME`` where
-    NAME may also be a lesson's module (``attention``): once imported, that attribute is the
-    module."""
+def named(name: str, lesson: str = "") -> Any:
+    """The oracle ``name`` of the lessons' modules (of lesson module ``lesson`` alone, if
+    given). Call this rather than ``oracles.NAME`` where NAME may also be a lesson's module
+    (``attention``): once imported, that attribute is the module."""
     for module in lesson_modules():
+        if lesson and module.__name__.rpartition(".")[2] != lesson:
+            continue
         if not name.startswith("_") and hasattr(module, name):
             return getattr(module, name)
     raise AttributeError(f"no oracle named {name!r} in any lesson's module")

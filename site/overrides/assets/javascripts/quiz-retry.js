@@ -89,10 +89,40 @@
     ["revealed", "Revealed: "],
   ];
 
-  // The sidebar's lines under quiz.js's "Correct" (which counts a right second pick as right).
+  // The one wording of the counts, as the progress page (run.js) words them too.
+  function summary(numbers, total) {
+    return (
+      `${numbers.first} of ${total} right the first time` +
+      (numbers.later ? `, ${numbers.later} right after a wrong pick` : "") +
+      (numbers.revealed ? `, ${numbers.revealed} revealed` : "")
+    );
+  }
+
+  // The box under the deck (quiz.js's #quiz-results): its "N correct" and its final score count
+  // a right second pick as right, so course.css hides them and this line says what the sidebar
+  // says.
+  function showSummary(numbers) {
+    const results = document.getElementById("quiz-results");
+    if (!results) return;
+    let line = results.querySelector(".quiz-results-course");
+    if (!line) {
+      line = document.createElement("p");
+      line.className = "quiz-results-course";
+      results.appendChild(line);
+    }
+    line.textContent = summary(numbers, document.querySelectorAll("article .quiz").length);
+  }
+
+  // The sidebar's lines, in place of quiz.js's "Correct" (which counts a right second pick as
+  // right, so it is hidden: one count in every place).
   function showCounts() {
     const numbers = counts();
+    showSummary(numbers);
     document.querySelectorAll('[data-md-component="quiz-progress"]').forEach((panel) => {
+      panel.querySelectorAll(".quiz-progress-score").forEach((score) => {
+        const line = score.closest(".md-ellipsis");
+        if (line) line.classList.add("quiz-progress-correct-hidden");
+      });
       LINES.forEach((entry) => {
         let number = panel.querySelector(`.quiz-progress-${entry[0]}`);
         if (!number) {
@@ -110,7 +140,10 @@
             link.className = "md-nav__link";
             link.appendChild(line);
             item.appendChild(link);
-            panel.appendChild(item);
+            // Above the line that holds quiz.js's "Reset" link, which ends the panel.
+            const last = reset?.closest("li");
+            if (last && last.parentElement === panel) panel.insertBefore(item, last);
+            else panel.appendChild(item);
           } else if (reset) {
             reset.insertBefore(line, reset.querySelector(".quiz-reset-all-link"));
           } else {

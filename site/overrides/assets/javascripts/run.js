@@ -399,6 +399,7 @@
       const editor = el("textarea", "course-editor");
       editor.value = cell.code;
       editor.spellcheck = false;
+      editor.wrap = "off"; // Python's lines keep their meaning: a long one scrolls, never wraps
       editor.rows = Math.min(30, cell.code.split("\n").length + 1);
       editor.setAttribute("aria-label", `Code of example ${cell.index + 1}`);
       editor.addEventListener("input", () => {
@@ -716,15 +717,7 @@
     for (const info of lessons) {
       const lesson = graded[info.slug];
       const [status, kind] = lessonStatus(lesson);
-      const quiz = quizzes[pagePath(root, info.page)];
-      const total = info.quizzes || 0; // mkdocs_quiz stores only the answered ones
-      const quizText = !total
-        ? "no quiz"
-        : quiz?.answered
-          ? `${quiz.first} of ${total} right the first time` +
-            (quiz.later ? `, ${quiz.later} right after a wrong pick` : "") +
-            (quiz.revealed ? `, ${quiz.revealed} revealed` : "")
-          : `${total} to try`;
+      const quizText = quizLine(quizzes[pagePath(root, info.page)], info.quizzes);
       const row = el("tr", `course-progress__row course-progress__row--${kind}`);
       row.dataset.lesson = info.slug;
       row.innerHTML =
@@ -748,8 +741,31 @@
         body.append(detail);
       }
     }
+    // The primer's and the "More" pages' quizzes: no exercise to grade, the same quiz column.
+    for (const info of JSON.parse(container.dataset.pages || "[]")) {
+      const row = el("tr", "course-progress__row course-progress__row--page");
+      row.dataset.page = info.page;
+      row.innerHTML =
+        `<td><a href="${escapeHtml(root + info.page.replace(/\.md$/, "/"))}">${escapeHtml(info.title)}</a></td>` +
+        '<td class="course-progress__points">–</td><td>no exercise</td>' +
+        '<td class="course-progress__when">–</td>' +
+        `<td class="course-progress__quiz">${escapeHtml(quizLine(quizzes[pagePath(root, info.page)], info.quizzes))}</td>`;
+      body.append(row);
+    }
     table.append(body);
     container.append(table);
+  }
+
+  // A page's quiz results in the words quiz-retry.js uses under the page's own deck.
+  function quizLine(quiz, count) {
+    const total = count || 0; // mkdocs_quiz stores only the answered ones
+    if (!total) return "no quiz";
+    if (!quiz?.answered) return `${total} to try`;
+    return (
+      `${quiz.first} of ${total} right the first time` +
+      (quiz.later ? `, ${quiz.later} right after a wrong pick` : "") +
+      (quiz.revealed ? `, ${quiz.revealed} revealed` : "")
+    );
   }
 
   function renderBox(box, lessonSlug, state, root) {

@@ -1,0 +1,118 @@
+"""`--compile`: when training compiles, the same losses as eager, and eager when compiling fails."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from gpt import compiled, train
+
+CPU, CUDA = torch.device("cpu"), torch.device("cuda")
+
+
+def _config(tmp_path: Path, corpus: Path, name: str, **overrides) -> train.TrainConfig:
+    settings = dict(
+        preset="micro",
+        corpus=str(corpus),
+        steps=4,
+        batch_size=2,
+        context_length=16,
+        stride=16,
+        warmup_steps=1,
+        eval_every=4,
+        eval_batches=1,
+        dropout=0.0,  # compiled dropout draws its masks differently from eager's
+        sample_tokens=2,
+        out=str(tmp_path / name),
+    )
+    settings.update(overrides)
+    return train.TrainConfig(**settings)
+
+
+def _losses(out: str) -> list[float]:
+    lines = (Path(out) / train.METRICS).read_text().splitlines()
+    return [json.loads(line)["loss"] for line in lines]
+
+
+def test_auto_compiles_on_gpus_only_and_on_compiles_everywhere() -> None:
+    assert compiled.wanted("auto", CUDA) and not compiled.wanted("auto", CPU)
+    assert compiled.wanted("on", CPU) and compiled.wanted("on", CUDA)
+    assert not compiled.wanted("off", CUDA)
+
+
+def test_a_cpu_without_a_cxx_compiler_trains_eager_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(compiled.shutil, "which", lambda name: None)
+    model = nn.Linear(2, 2)
+    note = compiled.compile_model(model, "on", CPU)
+    assert note is not None and "no C++ compiler" in note and "CXX" in note
+    assert not compiled.is_compiled(model)
+    assert compiled.compile_model(model, "auto", CPU) is None  # auto: eager on CPUs, silently
+
+
+def test_an_unknown_choice_is_one_line_naming_the_choices(tmp_path: Path) -> None:
+    cfg = train.TrainConfig(compile="yes", out=str(tmp_path / "run"))
+    with pytest.raises(train.UsageError, match="--compile must be auto .*, on or off"):
+        train.validate(cfg)
+
+
+class _CompilerCrash(Exception):
+    """Stands in for inductor's BackendCompilerFailed, by the module it names."""
+
+
+_CompilerCrash.__module__ = "torch._dynamo.exc"
+
+
+def test_a_failed_compile_redoes_the_step_eager_from_the_same_random_state(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    model = nn.Linear(3, 1)
+    model.compile()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    draws: list[float] = []
+
+    def step() -> float:
+        model(torch.ones(3)).sum().backward()  # leaves gradients the redo must not add to
+        draws.append(torch.rand(()).item())
+        if compiled.is_compiled(model):
+            raise _CompilerCrash("C++ compile error: cannot find -lgomp\nmore lines")
+        return 1.0
+
+    assert train.step_or_eager(step, model, optimizer, quiet=False) == 1.0
+    assert not compiled.is_compiled(model)
+    assert draws[0] == draws[1]  # the redo drew what the failed attempt drew
+    assert capsys.readouterr().out.strip() == (
+        "training eager: torch.compile failed (C++ compile error: cannot find -lgomp)"
+    )
+
+
+def test_an_error_of_the_models_own_code_is_not_taken_for_a_compile_failure() -> None:
+    model = nn.Linear(3, 1)
+    model.compile()
+
+    def step() -> float:
+        raise NotImplementedError("lm_loss is not implemented yet")
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(NotImplementedError):
+        train.step_or_eager(step, model, optimizer, quiet=True)
+    assert compiled.is_compiled(model)
+
+
+@pytest.mark.slow
+def test_compiled_training_gives_the_eager_losses(tmp_path: Path, small_corpus: Path) -> None:
+    eager = train.run(_config(tmp_path, small_corpus, "eager", compile="off"), quiet=True)
+    fast = train.run(_config(tmp_path, small_corpus, "compiled", compile="on"), quiet=True)
+    assert fast["compiled"] and not eager["compiled"]
+    for a, b in zip(_losses(eager["out"]), _losses(fast["out"]), strict=True):
+        assert math.isclose(a, b, rel_tol=1e-4), (a, b)
+    assert math.isclose(eager["val_loss"], fast["val_loss"], rel_tol=1e-4)
+    # Its checkpoint is the eager model's: no torch.compile prefix on the parameters' names.
+    state = torch.load(Path(fast["out"]) / train.CHECKPOINT, weights_only=True)
+    assert not any(name.startswith("_orig_mod") for name in state["model"])

@@ -1,0 +1,150 @@
+"""A released lesson folder is a product of its own: a virtualenv built from nothing but its
+requirements.txt and the install lines the file names grades the reference to full marks,
+through the notebook and through the command the release tells students to run.
+
+Offline here: pip resolves from this machine's own configuration (its find-links and indexes);
+PyTorch's CPU index, which the file names, is unreachable, and pip goes on without it
+(PIP_RETRIES=0: no waiting on it). What that index would give, a CPU build of torch, is then
+the one this machine keeps in pip's find-links, pinned by a constraint: the test's stand-in for
+the index, never a change to the file. Without such a wheel pip would take a CUDA build, which
+the test refuses (torch's version must end in +cpu)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.extras import require_extra
+
+require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support.instructor_commands import ROOT  # noqa: E402
+
+pytestmark = pytest.mark.slow
+LESSON, MODULE = "windows", "windows"
+
+
+def _install_lines(requirements: str) -> list[list[str]]:
+    """The pip commands requirements.txt's first lines name (``#   pip install ...``)."""
+    lines = re.findall(r"^#\s+pip install (.+)$", requirements, re.M)
+    assert lines, requirements
+    return [line.split() for line in lines]
+
+
+def _cpu_torch_constraint(folder) -> list[str]:
+    """``-c FILE`` pinning torch to the CPU wheel in pip's find-links, if this machine has one."""
+    for links in os.environ.get("PIP_FIND_LINKS", "").split():
+        for wheel in sorted(Path(links).glob("torch-*+cpu-*.whl")) if Path(links).is_dir() else []:
+            version = wheel.name.split("-")[1]
+            path = folder.parent / "cpu-torch.txt"
+            path.write_text(f"torch=={version}\n")
+            return ["-c", str(path)]
+    return []
+
+
+@pytest.fixture(scope="module")
+def student(released_course, tmp_path_factory):
+    """The lesson folder as a student has it, with the reference module as their own, and a
+    virtualenv made from its requirements alone."""
+    home = tmp_path_factory.mktemp("student")
+    folder = home / LESSON
+    shutil.copytree(released_course / "release" / LESSON, folder)
+    shutil.copyfile(ROOT / "solutions" / f"{MODULE}.py", folder / "exercises" / f"{MODULE}.py")
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    env |= {"PIP_RETRIES": "0", "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
+    here = _cpu_torch_constraint(folder)
+    for words in _install_lines((folder / "requirements.txt").read_text()):
+        done = subprocess.run(
+            [python, "-m", "pip", "install", "-q", *here, *words],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1500,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    return folder, python, env
+
+
+def test_the_command_the_release_names_grades_the_reference_to_full_marks(student):
+    folder, python, env = student
+    (folder / "build").mkdir(exist_ok=True)
+    done = subprocess.run(
+        [python, "-m", "graders", LESSON, "--json", "build/report.json"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((folder / "build" / "report.json").read_text())
+    assert report["complete"] and report["points"] == report["max_points"] > 0, done.stdout
+    torch = subprocess.run(
+        [python, "-c", "import torch; print(torch.__version__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "+cpu" in torch.stdout  # PyTorch's CPU build, not PyPI's CUDA one
+
+
+def test_the_notebook_grades_the_reference_to_full_marks(student):
+    import nbformat
+
+    folder, python, env = student
+    done = subprocess.run(
+        [
+            python,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--ExecutePreprocessor.timeout=900",
+            "--output",
+            "executed.ipynb",
+            f"{LESSON}.ipynb",
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    notebook = nbformat.read(folder / "executed.ipynb", as_version=4)
+    earned = most = 0.0
+    for cell in notebook.cells:
+        points = cell.metadata.get("nbgrader", {}).get("points")
+        if points is None or "check(" not in cell.source:
+            continue  # instructions, setup, and hidden checks (the release strips their call)
+        said = "".join(o.get("text", "") for o in cell.outputs)
+        results = [o for o in cell.outputs if o.output_type == "execute_result"]
+        assert results, (cell.source, said)
+        earned += float(results[0].data["text/plain"])
+        most += points
+        assert said.startswith("✓"), said
+    assert most > 0 and earned == most
+    assert (folder / f"{LESSON}-submission.zip").is_file()  # the last cell wrote it
+
+
+def test_a_package_missing_from_the_environment_is_one_line_on_what_to_install(student):
+    folder, python, env = student
+    blocked = "import sys; sys.modules['hypothesis'] = None; import runpy; "
+    blocked += "sys.argv = ['graders', 'windows']; runpy.run_module('graders', run_name='__main__')"
+    done = subprocess.run(
+        [python, "-c", blocked], cwd=folder, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "'hypothesis'" in line and "pip install -r requirements.txt" in line
