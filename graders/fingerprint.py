@@ -4,6 +4,10 @@ A lesson's result holds for the code it graded: its module and the package's mod
 module imports (``from .attention import attention`` in block.py), followed transitively. The
 fingerprint is recorded with the lesson in the grading report; a reader (``gpt.compare``)
 computes it again to tell a result of the code as it is now from one of an older version.
+
+A grade holds for the graders that gave it, too: :func:`graders_digest` fingerprints them, and
+instructor autograde (and a plain ``nbgrader autograde``) reuses a recorded result only while
+both fingerprints are unchanged.
 """
 
 from __future__ import annotations
@@ -70,3 +74,19 @@ def files_digest(files: Mapping[str, Path]) -> str:
 def fingerprint(target: Path, module: str) -> str:
     """The digest of ``lesson_files(target, module)``, by file name."""
     return files_digest({path.name: path for path in lesson_files(target, module)})
+
+
+def graders_digest(root: Path | None = None) -> str:
+    """sha256 of what decides a grade besides the submission: every ``.py`` file of the
+    ``graders`` package under ``root`` (default: this tree; the public and hidden checks, the
+    oracles, the checker and the worker) and ``course/lessons.toml`` (points, rules, hints)."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
+    files = {
+        path.relative_to(root).as_posix(): path
+        for path in (root / "graders").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    manifest = root / "course" / "lessons.toml"
+    if manifest.is_file():
+        files["course/lessons.toml"] = manifest
+    return files_digest(files)

@@ -17,7 +17,8 @@ Two modes:
   ``autograded/STUDENT/LESSON`` of the course directory, and the result comes from
   ``results/STUDENT/LESSON.json``, which ``python -m instructor autograde`` writes
   by grading the same files (public and hidden checks, sandboxed) before nbgrader runs. The
-  report is used only if its fingerprint matches the student's files in this folder; when it
+  report is used only if its fingerprint matches the student's files in this folder and it
+  was graded by the graders as they are now (:func:`.fingerprint.graders_digest`); when it
   is missing or stale (plain ``nbgrader autograde``), the first cell grades the submission
   itself through ``python -m instructor grade-submission``. Hidden checks print
   nothing but their points.
@@ -40,7 +41,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .fingerprint import files_digest
+from .fingerprint import files_digest, graders_digest
 from .report import NOT_GRADED, told_with
 
 RESULTS_ENV = "COURSE_AUTOGRADE_RESULTS"  # folder of STUDENT/LESSON.json (instructors)
@@ -161,12 +162,22 @@ def _one_line(error: BaseException) -> str:
 
 
 def _find(report: dict, lesson: str, check_id: str) -> dict | None:
+    """The check's row (:func:`with_cause`)."""
     for entry in report.get("lessons", []):
         if entry.get("slug") == lesson or lesson in (None, ""):
             for row in entry.get("checks", []):
                 if row.get("id") == check_id:
-                    return row
+                    return with_cause(entry, row)
     return None
+
+
+def with_cause(entry: dict, row: dict) -> dict:
+    """A check's row of the report's lesson ``entry``; one its failed import kept from running
+    says why (the exception's last line, file and line in the student's code)."""
+    cause = entry.get("import_error")
+    if cause and not row.get("passed"):
+        return {**row, "detail": f"not run: the module failed to import: {cause}"}
+    return row
 
 
 # -- student mode ------------------------------------------------------------------------------
@@ -364,6 +375,8 @@ def _read_result(path: Path, expected: str) -> dict | None:
         return None
     if not isinstance(result, dict) or result.get("fingerprint") != expected:
         return None
+    if result.get("graders") != graders_digest():
+        return None  # graded by other graders (a check fixed since): grade again
     report = result.get("report")
     return report if isinstance(report, dict) else None
 

@@ -375,16 +375,22 @@ def _hidden_packages() -> list[str]:
 
 
 def _private_copy(target: Path, limits: SandboxLimits) -> str:
-    """A world-readable snapshot of ``target``'s regular files (no symlinks, devices, FIFOs).
+    """A world-readable snapshot of ``target``'s regular files (no symlinks, devices, FIFOs),
+    in a folder only this user may enter.
 
-    Removed when this process exits. World-readable because, as root, the sandboxed code runs
-    as a user of its own.
+    Removed when this process exits (a process killed outright leaves it; instructor
+    autograde's next run removes it, by the process id in its name). World-readable because,
+    as root, the sandboxed code runs as a user of its own; inside a 0700 folder because no other
+    user of the machine may read a student's code: the sandbox binds the copy itself, so its
+    user never needs to pass through the folder above it.
     """
-    root = tempfile.mkdtemp(prefix="grading-sandbox-")
+    holder = tempfile.mkdtemp(prefix=f"grading-sandbox-{os.getpid()}-")  # 0700
+    root = os.path.join(holder, "copy")
+    os.mkdir(root)
+    os.chmod(root, 0o755)
     _copies.append(root)
     if len(_copies) == 1:
         atexit.register(_remove_copies)
-    os.chmod(root, 0o755)
     _fill(root, target, limits)
     return root
 
@@ -434,7 +440,7 @@ def _fill(root: str, target: Path, limits: SandboxLimits) -> None:
 
 def _remove_copies() -> None:
     while _copies:
-        shutil.rmtree(_copies.pop(), ignore_errors=True)
+        shutil.rmtree(os.path.dirname(_copies.pop()), ignore_errors=True)
 
 
 def _probe(prefix: list[str], drop: list[str], prlimit: str) -> None:

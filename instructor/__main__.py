@@ -16,9 +16,10 @@ Exit status, the same for every command:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -153,6 +154,21 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "export", parents=[common], help="grades.csv and grades-by-check.csv"
     )
     export.add_argument("--to", type=Path, default=None, help="folder (default: the course)")
+    export.add_argument(
+        "--format",
+        choices=["nbgrader", "canvas", "moodle"],
+        default="nbgrader",
+        help="nbgrader: grades.csv and grades-by-check.csv; canvas or moodle: "
+        "grades-canvas.csv or grades-moodle.csv, for the LMS's gradebook import",
+    )
+    export.add_argument(
+        "--canvas-assignment",
+        action="append",
+        default=[],
+        metavar="LESSON=ID",
+        help="the Canvas assignment a lesson's grades fill (the ID in its address); "
+        "without it Canvas offers to create an assignment named LESSON",
+    )
     report = commands.add_parser(
         "report", parents=[common], help="what the class gets wrong: mistakes.html and .csv"
     )
@@ -260,8 +276,12 @@ def released_lessons(args: argparse.Namespace, course: Course) -> list[str] | No
     lessons = getattr(args, "lessons", None) or None
     unknown = [lesson for lesson in lessons or [] if lesson not in released]
     if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], released, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
         raise SetupError(
-            f"{unknown[0]!r} is not a released lesson (released: {', '.join(released)})"
+            f"{unknown[0]!r} is not a released lesson ({guess}released: {', '.join(released)})"
         )
     return lessons
 
@@ -281,7 +301,11 @@ def collect_lessons(course: Course, lessons: list[str] | None) -> bool:
     for line in notes:
         print(line)
     for lesson, students in found.items():
-        print(f"collected {lesson}: {len(students)} submission(s)")
+        skipped = sum(line.startswith(f"skipped downloaded/{lesson}/") for line in problems)
+        print(
+            f"collected {lesson}: {len(students)} submission(s)"
+            + (f", {skipped} file(s) skipped (each named above)" if skipped else "")
+        )
     return bool(problems)
 
 
@@ -322,8 +346,31 @@ def autograde(args: argparse.Namespace, course: Course) -> int:
 
     lessons = released_lessons(args, course)
     course.check_gradebook()  # this course's, before anything is collected
-    with pipeline.course_lock(course):  # before collect: a second run changes nothing
+    # before collect: a second run changes nothing
+    with stopped_by_sigterm(), pipeline.course_lock(course):
         return _autograde(args, course, lessons)
+
+
+@contextlib.contextmanager
+def stopped_by_sigterm() -> Iterator[None]:
+    """A kill (SIGTERM) stops the command as Ctrl-C does: its grading runs are stopped and its
+    scratch folders (student code) and lock removed, which Python's default for SIGTERM skips.
+    Only in the main thread, where a signal handler may be set."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _autograde(args: argparse.Namespace, course: Course, lessons: list[str] | None) -> int:
@@ -342,8 +389,13 @@ def _autograde(args: argparse.Namespace, course: Course, lessons: list[str] | No
         jobs, current = pipeline.changed_jobs(course, jobs)
         if current:
             print(
-                f"{len(current)} submission(s) unchanged since their grade: not graded again "
-                "(--all grades them again)"
+                f"{len(current)} submission(s) unchanged since their grade (their files and "
+                "the graders): not graded again (--all grades them again)"
+            )
+        regraded = pipeline.graded_by_other_graders(course, jobs)
+        if regraded:
+            print(
+                f"{len(regraded)} submission(s) graded again: the graders changed since their grade"
             )
     extra = {"timeout": args.timeout} if args.timeout else {}
     if args.wait is not None:
@@ -416,7 +468,19 @@ def make_feedback(course: Course, lessons: list[str] | None) -> None:
 def export(args: argparse.Namespace, course: Course) -> int:
     released_lessons(args, course)
     course.check_gradebook(course.lessons())
-    export_grades(course, args.to)
+    if args.format == "nbgrader":
+        export_grades(course, args.to)
+        return OK
+    from .lms_export import export_lms, parse_assignment_ids
+
+    path, warnings = export_lms(
+        course, args.format, args.to, parse_assignment_ids(args.canvas_assignment)
+    )
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    print(
+        f"exported {path} (late penalties applied; import it in {args.format.title()}'s gradebook)"
+    )
     return OK
 
 

@@ -49,7 +49,7 @@ from filelock import FileLock, Timeout
 
 from core.cli import one_line
 from core.manifest import load_manifest
-from graders.fingerprint import files_digest
+from graders.fingerprint import files_digest, graders_digest
 from graders.notebook import student_files
 from graders.report import write_json_atomic
 
@@ -57,7 +57,16 @@ from . import gradings
 from .course import PACKAGE, Course
 from .errors import SetupError
 from .gradebook import Graded, Recorder
-from .grading import DEFAULT_TIMEOUT, grade_files, graded_any, secret_seed, stop_running
+from .grading import (
+    DEFAULT_TIMEOUT,
+    RUN,
+    grade_files,
+    graded_any,
+    remove_stale_scratch,
+    scratch_prefix,
+    secret_seed,
+    stop_running,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -112,9 +121,11 @@ def submission_files(
 
 
 def save_result(
-    results: Path, student: str, lesson: str, digest: str, graded: dict[str, Any]
+    results: Path, student: str, lesson: str, digest: str, graded: dict[str, Any], graders: str
 ) -> dict[str, Any]:
-    """results/STUDENT/LESSON.json (and .log): what the notebook's cells and the report read."""
+    """results/STUDENT/LESSON.json (and .log): what the notebook's cells and the report read;
+    ``graders`` is the fingerprint of the graders that graded it (a notebook cell reuses the
+    result only while it is unchanged)."""
     out = results / student
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{lesson}.log").write_text(graded.get("log", ""), encoding="utf-8")
@@ -122,6 +133,7 @@ def save_result(
         "student": student,
         "lesson": lesson,
         "fingerprint": digest,
+        "graders": graders,
         "error": graded["error"],
         "seconds": graded["seconds"],
         "report": graded["report"],
@@ -150,9 +162,10 @@ def grade_one(
         cause = graded["error"] or "the grading run graded no check"
         gradings.failed(course.root, student, lesson, digest, cause)
         return None
-    saved = save_result(results or course.results, student, lesson, digest, graded)
+    graders = graders_digest()
+    saved = save_result(results or course.results, student, lesson, digest, graded, graders)
     stamp = _timestamp(course, student, lesson)
-    gradings.graded(course.root, student, lesson, digest, stamp, graded["seed"])
+    gradings.graded(course.root, student, lesson, digest, stamp, graded["seed"], graders)
     return saved
 
 
@@ -458,6 +471,7 @@ def autograde(
         return []
     course.check_gradebook({lesson for _, lesson in jobs})
     grader = grader or grade_files
+    graders = graders_digest()  # what the grades are recorded as graded by
     with course_lock(course), _scratch(scheduler) as scratch:
         base = {"sandbox": sandbox, "timeout": timeout, "scratch": scratch}
         tasks: dict[Any, tuple[Callable, tuple, dict]] = {}
@@ -507,7 +521,7 @@ def autograde(
                             outcome.notes.append("the submission changed while it was graded")
                             outcome.graded = False
                             continue
-                        save_result(course.results, *job, digest, result)
+                        save_result(course.results, *job, digest, result, graders)
                         ready.append(
                             Graded(*job, digest, result["report"], stamps[job], result["error"])
                         )
@@ -522,6 +536,7 @@ def autograde(
                                 graded.fingerprint,
                                 graded.timestamp,
                                 seed[2]["seed"],
+                                graders,
                             )
                     _record_attempts(recorder, attempts, outcomes)
                     for key, _result, _error in batch:
@@ -539,12 +554,14 @@ def _failed(course: Course, outcome: Outcome, digest: str, cause: str) -> None:
 @contextlib.contextmanager
 def _scratch(scheduler: str | None) -> Iterator[str | None]:
     """A folder of this run's own for the submissions being graded on this machine (none for
-    a remote cluster's workers, which clean up after each task): removed however the run
-    ends, an interrupted one included."""
+    a remote cluster's workers, which clean up after each task), only this user's (0700):
+    removed however the run ends, an interrupted one included; a run killed outright leaves
+    it, and the next run removes it (:func:`.grading.remove_stale_scratch`)."""
     if scheduler:
         yield None
         return
-    folder = tempfile.mkdtemp(prefix="course-autograde-")
+    remove_stale_scratch()  # what a killed run left: student code, in the temporary directory
+    folder = tempfile.mkdtemp(prefix=scratch_prefix(RUN))  # 0700: this user's alone
     try:
         yield folder
     finally:
@@ -555,17 +572,29 @@ def _scratch(scheduler: str | None) -> Iterator[str | None]:
 def changed_jobs(
     course: Course, jobs: list[tuple[str, str]]
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The submissions whose files or timestamp differ from those of their recorded grade
-    (or whose last grading failed), and the others (already graded as they are)."""
+    """The submissions whose files or timestamp differ from those of their recorded grade,
+    graded by other graders than these (a hidden check fixed since), or whose last grading
+    failed; and the others (already graded as they are, by these graders)."""
     todo, current = [], []
+    graders = graders_digest()
     for student, lesson in jobs:
         _files, digest = submission_files(course, student, lesson)
         stamp = _timestamp(course, student, lesson)
-        if gradings.is_current(course.root, student, lesson, digest, stamp):
+        if gradings.is_current(course.root, student, lesson, digest, stamp, graders):
             current.append((student, lesson))
         else:
             todo.append((student, lesson))
     return todo, current
+
+
+def graded_by_other_graders(course: Course, jobs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The submissions among ``jobs`` whose recorded grade other graders gave."""
+    graders = graders_digest()
+    return [
+        job
+        for job in jobs
+        if (gradings.entry(course.root, *job) or {}).get("graders") not in (None, graders)
+    ]
 
 
 def _attempt_tasks(
@@ -668,6 +697,8 @@ class _Progress:
 
     def recorded(self, outcome: Outcome) -> None:
         line = f"{outcome.student}/{outcome.lesson}: {outcome.points:g} of {outcome.max_points:g}"
+        if not outcome.recorded:  # a grading that failed (a killed worker): no score to show
+            line = f"{outcome.student}/{outcome.lesson}: not graded"
         if outcome.notes:
             line += f"  ({'; '.join(outcome.notes)})"
         if self.progress is not None:

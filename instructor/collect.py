@@ -15,9 +15,14 @@ them, never created silently.
 Each zip holds the lesson's folder as released (``LESSON.ipynb`` and ``exercises/``), at its
 top level or inside one folder. Only the notebook and the ``exercises/`` package are kept; the
 rest of a submission is left out (autograde restores it from source/ anyway). The submission's
-time (nbgrader's ``timestamp.txt``) is the date in the download's name, else the time collect
-first saw that zip (recorded in ``archive/first-seen.json``), with a warning line naming the
-student and that time: never a date inside the zip, which the student sets.
+time (nbgrader's ``timestamp.txt``) is, in this order: the date in the download's name
+(Blackboard's), the time the LMS recorded (a Canvas submissions JSON, a Moodle grading
+worksheet or a ``student,timestamp`` CSV beside the zips: :mod:`.submission_times`), else the
+time collect first saw that zip (recorded in ``archive/first-seen.json``, which the instructor
+may correct: collect again and the zip is collected with the corrected time). Never a date
+inside the zip, which the student sets. Zips stamped from first-seen.json are counted in one
+line per lesson that says what they cost under the course's late policy when they are past
+the due date, before anything is graded.
 
 A download can hold several attempts of one student (``hw1_ann_attempt_DATE.zip`` twice), and
 a later download can hold an older zip than the one collected before. The newest attempt by
@@ -51,17 +56,19 @@ from core.cli import one_line
 
 from .course import Course
 from .errors import SetupError
+from .submission_times import STAMP, SUFFIXES, Reported, UnreadableTimes, read_times
 
 _STUDENT = re.compile(r"^[A-Za-z0-9][\w.@-]{0,127}$")
 _ATTEMPT = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:[-T_ ](\d\d)[-:](\d\d)(?:[-:](\d\d))?)?")
 MAX_UNPACKED = 64 << 20  # bytes: a lesson folder is a few hundred KiB
-STAMP = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
 # Download names (without .zip), tried after the instructor's own pattern, in this order: a
 # group ``student_id`` is a roster id; ``lms_id`` (the LMS's user id) and ``name`` are looked
 # up in the roster; ``timestamp`` holds the submission's date, when the name has one.
 DOWNLOAD_NAMES = {
     "Blackboard": r"^.+_(?P<student_id>[^_]+)_attempt_(?P<timestamp>.+)$",
-    "Canvas": r"^(?P<name>[^_]+)(?:_LATE)?_(?P<lms_id>\d+)_\d+_.+$",
+    # Canvas marks a late submission: lastfirst_late_USERID_SUBMISSIONID_file (any case).
+    "Canvas": r"^(?P<name>[^_]+)(?:_(?i:late))?_(?P<lms_id>\d+)_\d+_.+$",
+    # Moodle's group submissions put the group first: GROUP-First Last_ID_assignsubmission_...
     "Moodle": r"^(?P<name>[^_]+)_(?P<lms_id>\d+)_assignsubmission_(?:file|onlinetext)_.*$",
     "a roster id": r"^(?P<student_id>.+)$",
 }
@@ -110,14 +117,25 @@ def roster(course: Course) -> dict[str, Rostered]:
         with engine.connect() as db:
             if "student" not in inspect(db).get_table_names():
                 return {}
-            rows = db.execute(text("SELECT id, first_name, last_name, lms_user_id FROM student"))
-            return {row[0]: Rostered(*(str(v or "") for v in row)) for row in rows}
+            rows = db.execute(
+                text("SELECT id, first_name, last_name, lms_user_id, email FROM student")
+            ).all()
     except Exception as error:  # noqa: BLE001 - any driver's error, in one line
         raise SetupError(
             f"cannot read the roster in {course.gradebook_name()}: {one_line(error)}"
         ) from None
     finally:
         engine.dispose()
+    # Autograde adds a student it grades who is not in the gradebook, with nothing but an id:
+    # those are no roster, or a course without one would refuse every later newcomer.
+    from . import gradings
+
+    graded = {key.split("/", 1)[0] for key in gradings.read(course.root)}
+    return {
+        row[0]: Rostered(*(str(v or "") for v in row[:4]))
+        for row in rows
+        if any(row[1:]) or row[0] not in graded
+    }
 
 
 class Names:
@@ -142,13 +160,17 @@ class Names:
                 )
             self.patterns = {"your named_regexp": pattern, **self.patterns}
         self.roster = students or {}
+        self.graded: set[str] = set()  # students graded before (autograde added them)
 
     @classmethod
     def of(cls, course: Course) -> Names:
+        from . import gradings
         from .own_config import instructor_config
 
         pattern = instructor_config().get("SubmissionCollector", {}).get("named_regexp", "")
-        return cls(str(pattern or ""), roster(course))
+        names = cls(str(pattern or ""), roster(course))
+        names.graded = {key.split("/", 1)[0] for key in gradings.read(course.root)}
+        return names
 
     def read(self, name: str) -> tuple[str, str | None]:
         """(student id, the date in the name or None) of a download named ``name`` (no .zip)."""
@@ -171,7 +193,7 @@ class Names:
                     f"no student id in the name ({student!r} holds characters other than "
                     "letters, digits and . _ @ -): rename it STUDENT.zip"
                 )
-            if self.roster and student not in self.roster:
+            if self.roster and student not in self.roster and student not in self.graded:
                 raise Unusable(
                     f"{student} is not on the roster: add them (nbgrader db student add "
                     f"{student}) or rename the zip to their roster id, then collect again"
@@ -179,7 +201,7 @@ class Names:
             return student
         lms, name = groups.get("lms_id", ""), groups.get("name", "")
         found = [s for s in self.roster.values() if lms and lms in (s.lms_user_id, s.id)]
-        found = found or [s for s in self.roster.values() if s.known_as(name)]
+        found = found or self._by_name(name)
         if len(found) == 1:
             return found[0].id
         who = ", ".join(f"{k} {v!r}" for k, v in (("name", name), ("LMS user id", lms)) if v)
@@ -189,6 +211,20 @@ class Names:
             "LMS user id (nbgrader db student add ID --first-name ... --last-name ... "
             f"--lms-user-id {lms or 'ID'}), then collect again"
         )
+
+    def _by_name(self, name: str) -> list[Rostered]:
+        """The students an LMS's name is, tried whole and then after each ``-`` (Moodle's
+        group submissions name ``GROUP-First Last``; a name of its own may hold a ``-``)."""
+        starts = [0] + [at + 1 for at, ch in enumerate(name) if ch == "-"]
+        for start in starts:
+            found = [s for s in self.roster.values() if s.known_as(name[start:])]
+            if found:
+                return found
+        return []
+
+    def resolve(self, who: dict[str, str]) -> str:
+        """The roster id of a student named as a download name names them (its groups)."""
+        return self._student("LMS times", who)
 
 
 def file_id(files: list[str]) -> str | None:
@@ -240,12 +276,25 @@ class SubmissionCollector(FileNameCollectorPlugin):
 
 
 FIRST_SEEN = "first-seen.json"  # in archive/: zip name and content hash -> when collect saw it
+COLLECTED = "collected.json"  # in downloaded/LESSON/: which zip each collected folder holds
 ATTEMPTS = "attempts"  # downloaded/LESSON/attempts/STUDENT/TIME/: the earlier attempts
+BY_NAME, BY_LMS = "its name", "the LMS's times"  # where a zip's time came from (or FIRST_SEEN)
 
 
-def _timestamp(date: str | None, first_seen: str) -> str:
-    """The submission's time: the date a download's name holds, else when collect first saw
-    it."""
+@dataclass(frozen=True)
+class Zip:
+    """A student's download: its file, its key in first-seen.json (name and content), its
+    submission time and where that time came from (:data:`BY_NAME`, :data:`BY_LMS`,
+    :data:`FIRST_SEEN`)."""
+
+    path: Path
+    key: str
+    stamp: str
+    source: str
+
+
+def _dated(date: str | None) -> str | None:
+    """The time a download's name holds (Blackboard's ``attempt_DATE``), if it holds one."""
     match = _ATTEMPT.search(date or "")
     if match:
         year, month, day, hour, minute, second = (int(p) if p else 0 for p in match.groups())
@@ -253,29 +302,75 @@ def _timestamp(date: str | None, first_seen: str) -> str:
             return datetime(year, month, day, hour, minute, second).strftime(STAMP)
         except ValueError:
             pass
-    return first_seen
+    return None
 
 
-def _first_seen(path: Path, ledger: dict[str, str]) -> tuple[str, bool]:
-    """When collect first saw this zip (its name and content), and whether that is now."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    key = f"{path.name} {digest}"
-    new = key not in ledger
-    if new:
-        ledger[key] = datetime.now(UTC).strftime(STAMP)
-    return ledger[key], new
-
-
-def _stamp_of(path: Path, names: Names, ledger: dict[str, str]) -> tuple[str, str, bool]:
-    """(student, submission time) of a zip, from its name (and the first-seen ledger), and
-    whether it was stamped now, its name holding no date."""
-    first_seen, new = _first_seen(path, ledger)  # kept even for a zip refused now
+def _zip_of(
+    path: Path, names: Names, ledger: dict[str, str], reported: dict[str, str]
+) -> tuple[str, Zip]:
+    """(student, the zip) of a file of archive/: its time from its name, else the LMS's times,
+    else first-seen.json (where it is entered now if new, even for a zip refused now)."""
+    key = f"{path.name} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+    ledger.setdefault(key, datetime.now(UTC).strftime(STAMP))
     name = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else None
     if name is None:
         raise Unusable("not a .zip file (download the students' submissions as zips)")
     student, date = names.read(name)
-    stamp = _timestamp(date, first_seen)
-    return student, stamp, new and stamp == first_seen
+    dated = _dated(date)
+    if dated:
+        return student, Zip(path, key, dated, BY_NAME)
+    if student in reported:
+        return student, Zip(path, key, reported[student], BY_LMS)
+    seen = when(str(ledger[key]))
+    if seen is None:
+        raise Unusable(
+            f"its time in {FIRST_SEEN} ({ledger[key]!r}) is no time: correct it (as "
+            "2026-02-01 11:58:00 UTC), then collect again"
+        )
+    return student, Zip(path, key, seen.strftime(STAMP), FIRST_SEEN)
+
+
+def _lms_times(
+    course: Course, archive: Path, names: Names
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """The LMS's submission time of each student (:mod:`.submission_times`: every .csv and
+    .json of archive/ but first-seen.json), the files skipped and one line per file read."""
+    reported: dict[str, str] = {}
+    problems, notes = [], []
+    for path in sorted(archive.iterdir()):
+        if path.suffix.lower() not in SUFFIXES or path.name == FIRST_SEEN or not path.is_file():
+            continue
+        rel = path.relative_to(course.root)
+        try:
+            rows: list[Reported] = read_times(path)
+        except UnreadableTimes as error:
+            problems.append(f"skipped {rel}: {error}")
+            continue
+        strangers = []
+        for row in rows:
+            try:
+                student = names.resolve(row.who)
+            except Unusable:
+                strangers.append(str(row.row))
+                continue
+            if student not in reported or (when(row.stamp) or datetime.min) > (
+                when(reported[student]) or datetime.min
+            ):
+                reported[student] = row.stamp
+        line = f"{rel}: the LMS's submission times of {len(rows) - len(strangers)} student(s)"
+        if strangers:
+            line += (
+                f"; row(s) {', '.join(strangers)} name no student on the roster (add them with "
+                "their LMS user id, nbgrader db student add ... --lms-user-id ID)"
+            )
+        notes.append(line)
+    return reported, problems, notes
+
+
+def is_receipt(path: Path) -> bool:
+    """Blackboard's text file beside each attempt (``..._attempt_DATE.txt``): not a
+    submission, and its date is in the zip's name too."""
+    return path.suffix.lower() == ".txt" and "_attempt_" in path.name
 
 
 def unpack(path: Path, lesson: str, dest: Path, stamp: str) -> None:
@@ -366,40 +461,75 @@ def _shown(stamp: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else stamp
 
 
+def _rel(course: Course, folder: Path) -> str:
+    return folder.relative_to(course.root).as_posix()
+
+
 def _collect_student(
-    course: Course, lesson: str, student: str, zips: list[tuple[Path, str]]
+    course: Course, lesson: str, student: str, zips: list[Zip], origins: dict[str, dict]
 ) -> tuple[bool, list[str], list[str]]:
     """Collect one student's zips of a lesson: the newest into submitted/, the others (and a
-    submission they replace) kept as earlier attempts. Returns whether submitted/ holds one,
-    the skip lines and the line saying which attempt was kept and which ignored."""
+    submission they replace) kept as earlier attempts. ``origins`` (collected.json's entry of
+    this student: folder -> the zip it holds and where its time came from) is updated.
+    Returns whether submitted/ holds one, the skip lines and the line saying which attempt
+    was kept and which ignored."""
     dest = course.submitted / student / lesson
+    here = _rel(course, dest)
+    present = {z.key for z in zips}
+    again = False  # whether submitted/ holds one of these zips, to be collected again
+    # A zip collected before is collected again with the time it has now (a corrected
+    # first-seen.json, the LMS's times added), never filed as an earlier attempt of itself.
+    for rel, origin in list(origins.items()):
+        if origin.get("zip") in present:
+            if rel == here:
+                again = True
+            else:
+                shutil.rmtree(course.root / rel, ignore_errors=True)
+            del origins[rel]
+    current = read_stamp(dest) if dest.is_dir() and not again else None
+    if (
+        current is not None
+        and origins.get(here, {}).get("source") == FIRST_SEEN
+        and any(z.source == BY_LMS for z in zips)
+    ):
+        # The LMS lists each student's latest submission: it is newer than a zip whose time
+        # was only when collect first saw it.
+        rank_current = datetime.min
+    else:
+        rank_current = when(current) or datetime.min
     problems, usable = [], []
-    newest_first = sorted(zips, key=lambda z: (when(z[1]) or datetime.min, z[0].name), reverse=True)
-    current = read_stamp(dest) if dest.is_dir() else None
+    newest_first = sorted(
+        zips, key=lambda z: (when(z.stamp) or datetime.min, z.path.name), reverse=True
+    )
     kept: str | None = None  # what submitted/ holds, in words
     older: list[str] = []
-    for path, stamp in newest_first:
-        rel = path.relative_to(course.root)
+    for z in newest_first:
+        shown_path = z.path.relative_to(course.root)
         newer_there = kept is not None or (
-            current is not None and (when(current) or datetime.min) > (when(stamp) or datetime.min)
+            current is not None and rank_current > (when(z.stamp) or datetime.min)
         )
         try:
             if newer_there:
-                unpack(path, lesson, attempt_folder(course, lesson, student, stamp), stamp)
-                older.append(f"{path.name} ({_shown(stamp)})")
+                folder = attempt_folder(course, lesson, student, z.stamp)
+                unpack(z.path, lesson, folder, z.stamp)
+                origins[_rel(course, folder)] = {"zip": z.key, "source": z.source}
+                older.append(f"{z.path.name} ({_shown(z.stamp)})")
             else:
-                if current is not None and when(current) not in (None, when(stamp)):
+                if current is not None and when(current) not in (None, when(z.stamp)):
                     # The submission this one replaces stays in the history as an attempt.
                     earlier = attempt_folder(course, lesson, student, current)
                     if earlier.exists():
                         shutil.rmtree(earlier)
                     earlier.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copytree(dest, earlier)
-                unpack(path, lesson, dest, stamp)
-                kept = f"{path.name} ({_shown(stamp)}), the newest"
-            usable.append(path)
+                    if here in origins:
+                        origins[_rel(course, earlier)] = origins[here]
+                unpack(z.path, lesson, dest, z.stamp)
+                origins[here] = {"zip": z.key, "source": z.source}
+                kept = f"{z.path.name} ({_shown(z.stamp)}), the newest"
+            usable.append(z.path)
         except Unusable as error:
-            problems.append(f"skipped {rel}: {error}")
+            problems.append(f"skipped {shown_path}: {error}")
     if kept is None and current is not None and older:
         kept = f"submitted/{student}/{lesson}/ ({_shown(current)}), collected before and newer"
     notes = []
@@ -411,10 +541,104 @@ def _collect_student(
     return dest.is_dir() and bool(usable), problems, notes
 
 
+def due_date(course: Course, lesson: str) -> datetime | None:
+    """The lesson's due date in the gradebook (UTC), None when it has none (or no gradebook)."""
+    from sqlalchemy import create_engine, inspect, text
+    from sqlalchemy.engine import make_url
+
+    url = course.db_url
+    database = make_url(url).database
+    if url.startswith("sqlite") and not (database and Path(database).is_file()):
+        return None  # connecting would create it
+    engine = create_engine(url)
+    try:
+        with engine.connect() as db:
+            if "assignment" not in inspect(db).get_table_names():
+                return None
+            found = db.execute(
+                text("SELECT duedate FROM assignment WHERE name = :name"), {"name": lesson}
+            ).first()
+    except Exception as error:  # noqa: BLE001 - any driver's error, in one line
+        raise SetupError(
+            f"cannot read the due dates in {course.gradebook_name()}: {one_line(error)}"
+        ) from None
+    finally:
+        engine.dispose()
+    if not found or found[0] is None:
+        return None
+    due = found[0]
+    return due.replace(tzinfo=None) if isinstance(due, datetime) else when(str(due))
+
+
+def late_cost(course: Course, late: list[tuple[str, float]]) -> str:
+    """What the course's late policy (nbgrader's plugin as the instructor configured it) takes
+    from these (student, seconds late), in words."""
+    from .late_penalty import late_penalty_plugin
+
+    try:
+        plugin = late_penalty_plugin(course)
+        taken = {
+            min(max(float(plugin.late_submission_penalty(s, 100.0, late) or 0), 0.0), 100.0)
+            for s, late in late
+        }
+    except SetupError as error:
+        return f"lose what the late policy takes ({error})"
+    except Exception as error:  # noqa: BLE001 - the instructor's plugin, in one line
+        return f"lose what the late policy takes (its plugin failed: {one_line(error)})"
+    if taken == {0.0}:
+        return "lose nothing under the late policy"
+    if taken == {100.0}:
+        return "score 0 under the late policy"
+    most = max(taken)
+    return f"lose up to {most:g} of every 100 points under the late policy"
+
+
+def _undated_line(course: Course, lesson: str, undated: list[tuple[str, Zip]], total: int) -> str:
+    """The one line, before anything is graded, on the zips stamped from first-seen.json."""
+    head = (
+        f"{lesson}: {len(undated)} of {total} zip(s) carry no submission time (no date in "
+        "their names, no LMS times beside them), so they are stamped when collect first saw "
+        f"them (or as corrected in downloaded/{lesson}/archive/{FIRST_SEEN})"
+    )
+    fix = (
+        f"put the LMS's submission times in downloaded/{lesson}/archive/ (Canvas: its API's "
+        "submissions JSON; Moodle: the grading worksheet CSV; or a student,timestamp CSV), or "
+        f"correct the times in {FIRST_SEEN}, and collect again"
+    )
+    due = due_date(course, lesson)
+    if due is None:
+        return (
+            f"note: {head}; the lesson has no due date, so none is late (before it has one, {fix})"
+        )
+    late = [(s, z) for s, z in undated if (when(z.stamp) or datetime.min) > due]
+    if not late:
+        return f"note: {head}; none is after the due date, {_shown(due.strftime(STAMP))}"
+    cost = late_cost(course, [(s, ((when(z.stamp) or due) - due).total_seconds()) for s, z in late])
+    who = ", ".join(sorted({s for s, _ in late}))
+    return (
+        f"warning: {head}; {len(late)} of them after the due date, "
+        f"{_shown(due.strftime(STAMP))}, would {cost} ({who}): if they were handed in "
+        f"earlier, {fix}"
+    )
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode() + b"\n")
+
+
 def collect(course: Course, lessons: list[str] | None = None) -> tuple[dict, list[str], list[str]]:
     """Collect every zip in downloaded/LESSON/archive/. Returns the students found per lesson,
-    one line per zip that was skipped, and one line per student whose older attempt was
-    ignored (which was kept, and why)."""
+    one line per file that was skipped, and the notes: the LMS times read, the zips that carry
+    no time (one line per lesson, with what they cost when late), and one line per student
+    whose older attempt was ignored (which was kept, and why)."""
     found: dict[str, list[str]] = {}
     problems: list[str] = []
     notes: list[str] = []
@@ -424,32 +648,35 @@ def collect(course: Course, lessons: list[str] | None = None) -> tuple[dict, lis
         if not archive.is_dir():
             continue
         ledger_path = archive / FIRST_SEEN
-        try:
-            ledger = json.loads(ledger_path.read_text())
-        except (OSError, ValueError):
-            ledger = {}
-        by_student: dict[str, list[tuple[Path, str]]] = {}
+        ledger = _read_json(ledger_path)
+        reported, skipped, said = _lms_times(course, archive, names)
+        problems += skipped
+        notes += said
+        by_student: dict[str, list[Zip]] = {}
         for path in sorted(p for p in archive.iterdir() if p.is_file() and p != ledger_path):
+            if path.suffix.lower() in SUFFIXES or is_receipt(path):
+                continue
             try:
-                student, stamp, undated = _stamp_of(path, names, ledger)
+                student, got = _zip_of(path, names, ledger, reported)
             except Unusable as error:
                 problems.append(f"skipped {path.relative_to(course.root)}: {error}")
                 continue
-            by_student.setdefault(student, []).append((path, stamp))
-            if undated:
-                notes.append(
-                    f"warning: {student}/{lesson}: {path.name} has no date in its name, so it "
-                    f"is stamped {_shown(stamp)}, when collect first saw it; late penalties "
-                    "count from that time (if it was handed in earlier, correct its time in "
-                    f"downloaded/{lesson}/archive/{FIRST_SEEN} and collect again)"
-                )
-        atomic_write_bytes(ledger_path, json.dumps(ledger, indent=1, sort_keys=True).encode())
+            by_student.setdefault(student, []).append(got)
+        _write_json(ledger_path, ledger)
+        undated = [(s, z) for s, zs in by_student.items() for z in zs if z.source == FIRST_SEEN]
+        if undated:
+            total = sum(len(zs) for zs in by_student.values())
+            notes.append(_undated_line(course, lesson, undated, total))
+        collected_path = course.downloaded / lesson / COLLECTED
+        origins = _read_json(collected_path)
         students = []
         for student, zips in sorted(by_student.items()):
-            collected, skipped, said = _collect_student(course, lesson, student, zips)
+            entry = origins.setdefault(student, {})
+            collected, skipped, said = _collect_student(course, lesson, student, zips, entry)
             problems += skipped
             notes += said
             if collected:
                 students.append(student)
+        _write_json(collected_path, origins)
         found[lesson] = students
     return found, problems, notes

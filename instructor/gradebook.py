@@ -44,7 +44,7 @@ from sqlalchemy import (
 
 from core.manifest import Check, Manifest, load_manifest
 from graders.hints import NOT_IMPLEMENTED
-from graders.notebook import render
+from graders.notebook import render, with_cause
 from graders.report import printable
 
 from .course import COURSE_ID, PACKAGE, Course
@@ -122,7 +122,8 @@ class Graded:
 def rows_by_check(report: dict[str, Any], lesson: str) -> dict[str, dict[str, Any]]:
     for entry in report.get("lessons", []):
         if entry.get("slug") == lesson:
-            return {row["id"]: row for row in entry.get("checks", [])}
+            # A check the failed import kept from running says why, in the feedback too.
+            return {row["id"]: with_cause(entry, row) for row in entry.get("checks", [])}
     return {}
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -52,7 +54,8 @@ def grade_files(
     error, report, output = None, None, b""
     seed = seed or secret_seed()
     where = scratch if scratch and os.path.isdir(scratch) else None
-    with tempfile.TemporaryDirectory(prefix="course-grade-", dir=where) as tmp:
+    # Only this user may enter it (0700, as mkdtemp makes it): it holds the student's code.
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix(GRADE), dir=where) as tmp:
         target = Path(tmp) / PACKAGE
         for rel, data in files.items():
             path = target / rel
@@ -60,8 +63,11 @@ def grade_files(
                 continue
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        for root, _dirs, names in os.walk(tmp):  # readable by the sandbox's own user
-            os.chmod(root, 0o755)
+        # What is inside is readable by the sandbox's own user (its copy is bound in); the
+        # folder itself stays this user's alone, so no other user of the machine reaches it.
+        for root, _dirs, names in os.walk(tmp):
+            if root != tmp:
+                os.chmod(root, 0o755)
             for name in names:
                 os.chmod(Path(root) / name, 0o644)
         report_path = Path(tmp) / "report.json"
@@ -97,6 +103,53 @@ def grade_files(
         "log": output.decode("utf-8", "replace"),
         "seed": seed,
     }
+
+
+RUN, GRADE = "course-autograde-", "course-grade-"  # scratch folders, in the temporary directory
+SANDBOX_COPY = "grading-sandbox-"  # the sandbox's copies of a submission (graders/sandbox.py)
+_PID = re.compile(r"^(?:course-autograde-|course-grade-|grading-sandbox-)(\d+)-")
+
+
+def scratch_prefix(kind: str) -> str:
+    """A scratch folder's name prefix: its kind and this process's id, so that a later run
+    can tell the folders of a run that was killed (:func:`remove_stale_scratch`)."""
+    return f"{kind}{os.getpid()}-"
+
+
+def remove_stale_scratch(where: str | None = None) -> list[str]:
+    """Remove the scratch folders (student code) that runs of this user left in the temporary
+    directory when they were killed and could not remove them: those named with the id of a
+    process that no longer runs. Returns what was removed."""
+    folder = where or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        found = _PID.match(entry.name)
+        try:
+            mine = (
+                entry.is_dir(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+            )
+        except OSError:
+            continue
+        if not found or not mine or _alive(int(found.group(1))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process of that id
+    return True
 
 
 def _run(command: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:

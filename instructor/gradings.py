@@ -4,11 +4,12 @@
 decide every submission's inputs; written atomically under a lock file) holds one entry per
 ``STUDENT/LESSON``:
 
-    {"fingerprint": ..., "timestamp": ..., "seed": ..., "graded": ISO time,
+    {"fingerprint": ..., "timestamp": ..., "seed": ..., "graders": ..., "graded": ISO time,
      "failed": {"cause": ..., "at": ISO time, "fingerprint": ...}}   (only after a failure)
 
-The first four describe the grading whose grades the gradebook holds; ``autograde`` grades a
-submission again only when its files or its timestamp differ from them (or when asked for all),
+The first five describe the grading whose grades the gradebook holds; ``autograde`` grades a
+submission again only when its files, its timestamp or the graders' fingerprint
+(:func:`graders.fingerprint.graders_digest`) differ from them (or when asked for all),
 and ``regrade --reproduce`` grades the same files again with the same seed. A grading that
 failed by the grader's own doing (it graded nothing) leaves them as they were, the grade it
 did not replace, and says why under ``failed``; the next ``autograde`` tries it again.
@@ -48,27 +49,36 @@ def entry(root: Path, student: str, lesson: str) -> dict[str, Any] | None:
 
 
 def is_current(
-    root: Path, student: str, lesson: str, fingerprint: str, timestamp: str | None
+    root: Path, student: str, lesson: str, fingerprint: str, timestamp: str | None, graders: str
 ) -> bool:
     """Whether the gradebook's grade for this submission comes from these very files and
-    timestamp, and no later grading of them failed."""
+    timestamp, graded by these graders, and no later grading of them failed."""
     found = entry(root, student, lesson) or {}
     return (
         found.get("fingerprint") == fingerprint
         and found.get("timestamp") == timestamp
+        and found.get("graders") == graders
         and "failed" not in found
     )
 
 
 def graded(
-    root: Path, student: str, lesson: str, fingerprint: str, timestamp: str | None, seed: int
+    root: Path,
+    student: str,
+    lesson: str,
+    fingerprint: str,
+    timestamp: str | None,
+    seed: int,
+    graders: str,
 ) -> None:
-    """Record the grading whose grades the gradebook now holds."""
+    """Record the grading whose grades the gradebook now holds (``graders``: the graders'
+    fingerprint)."""
     with _updating(root) as data:
         data[f"{student}/{lesson}"] = {
             "fingerprint": fingerprint,
             "timestamp": timestamp,
             "seed": seed,
+            "graders": graders,
             "graded": _now(),
         }
 

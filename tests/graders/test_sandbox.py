@@ -238,3 +238,28 @@ def test_by_hand_rule_holds_in_the_sandbox(tmp_path, binding):
     checks = report["lessons"][0]["checks"]
     assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
     assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+
+
+def test_the_private_copy_lies_in_a_folder_only_its_owner_enters(tmp_path):
+    """The copy the sandbox binds is readable by the sandbox's own user, inside a folder no
+    other user of the machine may enter (a killed checker leaves it; it holds student code),
+    named with the checker's process id for the next autograde to remove."""
+    import shutil
+    import stat
+
+    from graders import sandbox
+
+    target = tmp_path / "exercises"
+    target.mkdir()
+    (target / "embeddings.py").write_text("# mine\n")
+    copy = sandbox._private_copy(target, sandbox.LIMITS)
+    holder = os.path.dirname(copy)
+    try:
+        assert stat.S_IMODE(os.stat(holder).st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(copy).st_mode) == 0o755
+        assert (Path(copy) / "embeddings.py").read_text() == "# mine\n"
+        assert os.path.basename(holder).startswith(f"grading-sandbox-{os.getpid()}-")
+        sandbox.refresh_copy(copy, target)  # the copy a kept worker renews, in place
+    finally:
+        sandbox._copies.remove(copy)
+        shutil.rmtree(holder)

@@ -189,3 +189,30 @@ def path_without_bwrap() -> Iterator[str]:
                 (folder / tool.name).symlink_to(tool)
     yield str(folder)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+OTHER_USER = "course-other"  # a second local user of the grading machine, for what it may read
+
+
+@pytest.fixture(scope="session")
+def other_user() -> tuple[int, int]:
+    """(uid, gid) of a second, unprivileged local user (created here, which needs root)."""
+    import pwd
+
+    from instructor.gradescope_run import SYSTEM_TOOLS
+
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        skip_or_fail("a second local user needs Linux and root (to create it)")
+    useradd = shutil.which("useradd", path=SYSTEM_TOOLS)
+    if not useradd:
+        skip_or_fail("useradd not installed (apt-get install passwd)")
+    try:
+        entry = pwd.getpwnam(OTHER_USER)
+    except KeyError:
+        shell = shutil.which("nologin", path=SYSTEM_TOOLS) or "/bin/false"
+        command = [useradd, "--system", "--no-create-home", "--shell", shell, OTHER_USER]
+        import subprocess
+
+        subprocess.run(command, check=True, capture_output=True)
+        entry = pwd.getpwnam(OTHER_USER)
+    return entry.pw_uid, entry.pw_gid

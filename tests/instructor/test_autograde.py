@@ -86,6 +86,40 @@ def test_only_new_changed_or_failed_submissions_are_graded_again(course):
     assert todo == [("bob", LESSON), ("cy", LESSON)] and current == [("ann", LESSON)]
 
 
+def test_a_changed_hidden_check_grades_every_submission_again(course, tmp_path, monkeypatch):
+    """The recorded result stands only for the graders that gave it: a fixed hidden check
+    regrades without --all, in autograde and in a plain nbgrader autograde's cells."""
+    from support.autograde_fakes import submit
+
+    from graders import notebook
+    from graders.fingerprint import graders_digest
+    from instructor import autograde as pipeline
+
+    tree = tmp_path / "tree"  # the graders as this tree has them, to change one check
+    shutil.copytree(
+        ROOT / "graders", tree / "graders", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tree / "course").mkdir()
+    shutil.copyfile(ROOT / "course" / "lessons.toml", tree / "course" / "lessons.toml")
+    for where in (pipeline, notebook):
+        monkeypatch.setattr(where, "graders_digest", lambda: graders_digest(tree))
+    for student in ("ann", "bob"):
+        submit(course.root, student, {})
+    jobs, _ = pipeline.find_jobs(course, [LESSON])
+    _grade(course)
+    assert pipeline.changed_jobs(course, jobs) == ([], jobs)
+    result = course.results / "ann" / f"{LESSON}.json"
+    expected = json.loads(result.read_text())["fingerprint"]
+    assert notebook._read_result(result, expected) is not None  # nbgrader's cells reuse it
+    hidden = tree / "graders" / "hidden" / f"test_{LESSON}.py"
+    hidden.write_text(hidden.read_text() + "\n# a hidden check fixed\n")
+    assert pipeline.changed_jobs(course, jobs) == (jobs, [])
+    assert notebook._read_result(result, expected) is None  # stale: the cell grades again
+    _grade(course)
+    assert pipeline.changed_jobs(course, jobs) == ([], jobs)
+    assert notebook._read_result(result, expected) is not None
+
+
 HOLD_LOCK = """
 import sys, time
 from filelock import FileLock
@@ -146,6 +180,34 @@ def test_an_interrupted_autograde_removes_its_scratch_and_lock(course):
     finally:
         signal.signal(signal.SIGINT, handler)
     assert seen and not seen[0].parent.exists()
+    with course_lock(course):
+        pass
+
+
+def test_a_killed_autograde_stops_as_ctrl_c_does(course):
+    """SIGTERM (kill's default) stops autograde as Ctrl-C does: its scratch folder, which
+    holds the student's code, is removed and the lock let go (Python's own SIGTERM skips
+    both)."""
+    import signal
+
+    from support.autograde_fakes import fake_grade, submit
+
+    from instructor.__main__ import stopped_by_sigterm
+    from instructor.autograde import course_lock
+
+    submit(course.root, "ann", {})
+    seen: list[Path] = []
+
+    def killed(lesson, files, **kwargs):
+        seen.append(Path(kwargs["scratch"]))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return fake_grade(lesson, files, **kwargs)
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), stopped_by_sigterm():
+        _grade(course, grader=killed)
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert seen and not seen[0].exists()
     with course_lock(course):
         pass
 
@@ -316,6 +378,18 @@ def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_pa
 
     with Gradebook(course.db_url) as gb:
         assert {s.student.id for s in gb.find_assignment(LESSON).submissions} == {"ann"}
+
+
+def test_a_failed_grading_shows_no_score_in_the_progress_lines(capsys):
+    """A grading that failed (a worker killed) says so, never "0 of 0"."""
+    from instructor.autograde import Outcome, _Progress
+
+    with _Progress(2) as bar:
+        bar.recorded(Outcome("ann", LESSON, notes=["the grading run exited with status -9"]))
+        bar.recorded(Outcome("bob", LESSON, recorded=True, points=3, max_points=20))
+    err = capsys.readouterr().err
+    assert f"ann/{LESSON}: not graded  (the grading run exited with status -9)" in err
+    assert f"bob/{LESSON}: 3 of 20" in err and "0 of 0" not in err
 
 
 def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):

@@ -1,6 +1,7 @@
 """Download names: Blackboard's, Canvas's and Moodle's are recognised, and a pattern
-of one's own in nbgrader_config.py; a student not on the roster is listed, never created; a
-zip whose name holds no date is stamped with a warning naming the student and the time;
+of one's own in nbgrader_config.py (Canvas's late marker, Moodle's group
+submissions, Blackboard's attempt files and receipts); a student not on the roster is listed,
+never created; the zips whose names hold no date are counted in one line per lesson;
 the collector maps the files of a zip to students and skips unusable zips in one line each."""
 
 from __future__ import annotations
@@ -59,10 +60,14 @@ def test_lms_download_names_are_read_and_strangers_listed(course):
     from instructor.collect import FIRST_SEEN, collect
 
     archive = course.downloaded / LESSON / "archive"
+    # The names as each LMS's "download all" writes them.
     _zip(archive / "ablesann_12345_67890_embeddings.zip")  # Canvas: by LMS user id
-    _zip(archive / "bakerbob_LATE_4242_67891_embeddings-1.zip")  # Canvas: by name
-    _zip(archive / "Cy Chen_777_assignsubmission_file_embeddings.zip")  # Moodle
-    _zip(archive / "hw2_dee_attempt_2026-02-03-09-30-00.zip")  # Blackboard
+    _zip(archive / "bakerbob_late_4242_67891_embeddings-1.zip")  # Canvas, late: by name
+    # Moodle, a group submission: GROUP-Full Name, and a participant number of its own.
+    _zip(archive / "Team Rocket-Cy Chen_901234_assignsubmission_file_embeddings.zip")
+    # Blackboard: the attempt's file, and the receipt it puts beside it.
+    _zip(archive / "hw2_dee_attempt_2026-02-03-09-30-00_embeddings.zip")
+    (archive / "hw2_dee_attempt_2026-02-03-09-30-00.txt").write_text("Date Submitted: ...\n")
     _zip(archive / "eve.zip")  # not on the roster
     _zip(archive / "zedzoe_55555_67892_embeddings.zip")  # Canvas, not on the roster
     found, problems, notes = collect(course, [LESSON])
@@ -75,18 +80,22 @@ def test_lms_download_names_are_read_and_strangers_listed(course):
     canvas = by_zip["zedzoe_55555_67892_embeddings.zip"]
     assert "Canvas" in canvas and "'zedzoe'" in canvas and "no student on the roster" in canvas
     assert "--lms-user-id 55555" in canvas
-    # The three names without a date: stamped now, each with a warning naming who and when.
-    warnings = [line for line in notes if line.startswith("warning:")]
-    assert len(warnings) == 3, notes
-    for student in ("ann", "bob", "cy"):
-        stamp = (course.submitted / student / LESSON / "timestamp.txt").read_text().strip()
-        line = next(w for w in warnings if w.startswith(f"warning: {student}/{LESSON}:"))
-        assert stamp[:19] in line and "no date in its name" in line and FIRST_SEEN in line
+    # The three names without a date: one line for the lesson, before anything is graded;
+    # with no due date it costs nothing.
+    (line,) = [n for n in notes if "carry no submission time" in n]
+    assert line.startswith(f"note: {LESSON}: 3 of 4 zip(s)") and FIRST_SEEN in line, notes
+    assert "no due date" in line
     dee = (course.submitted / "dee" / LESSON / "timestamp.txt").read_text()
     assert dee.startswith("2026-02-03 09:30:00")
-    # Collected again: the same times, no second warning.
+    # Collected again: the same times, the same one line.
+    stamps = {
+        s: (course.submitted / s / LESSON / "timestamp.txt").read_text() for s in found[LESSON]
+    }
     _, _, again = collect(course, [LESSON])
-    assert not [line for line in again if line.startswith("warning:")], again
+    assert [n for n in again if "carry no submission time" in n] == [line]
+    assert stamps == {
+        s: (course.submitted / s / LESSON / "timestamp.txt").read_text() for s in found[LESSON]
+    }
 
 
 def test_a_pattern_of_ones_own_in_nbgrader_config(course, tmp_path):
@@ -190,6 +199,36 @@ def test_collect_skips_unusable_zips_in_one_line_each(tmp_path):
     assert not (bob / "graders").exists()
     assert (bob / "timestamp.txt").read_text().startswith("2026-02-03 09:30:00")
     assert (course.submitted / "ann" / LESSON / "timestamp.txt").is_file()
+
+
+def test_students_autograde_added_are_no_roster(course, tmp_path, monkeypatch):
+    """A course without a roster: the students autograde added to the gradebook (an id and
+    nothing else) do not make one, so a newcomer's zip is still collected; where a roster
+    exists, a student graded before stays collectable and a stranger is refused."""
+    from nbgrader.api import Gradebook
+
+    from instructor import gradings
+    from instructor.collect import collect
+    from instructor.course import COURSE_ID, Course
+
+    bare = Course.at(tmp_path / "bare")
+    (bare.downloaded / LESSON / "archive").mkdir(parents=True)
+    with Gradebook(f"sqlite:///{bare.gradebook}", course_id=COURSE_ID) as gb:
+        gb.add_student("ann")  # as autograde adds a student it grades
+    gradings.graded(bare.root, "ann", LESSON, "f" * 64, None, 1, "g")
+    for who in ("ann", "newcomer"):
+        _zip(bare.downloaded / LESSON / "archive" / f"{who}.zip")
+    found, problems, _notes = collect(bare, [LESSON])
+    assert found == {LESSON: ["ann", "newcomer"]} and not problems, problems
+    # With a roster (the module's four), ann graded before and added bare: still collected.
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        gb.add_student("zed")
+    gradings.graded(course.root, "zed", LESSON, "f" * 64, None, 1, "g")
+    for who in ("zed", "eve"):
+        _zip(course.downloaded / LESSON / "archive" / f"{who}.zip")
+    found, problems, _notes = collect(course, [LESSON])
+    assert found == {LESSON: ["zed"]}
+    assert len(problems) == 1 and "eve is not on the roster" in problems[0]
 
 
 def test_the_zip_a_student_makes_is_collected(course, tmp_path):

@@ -104,6 +104,29 @@ def test_student_text_is_escaped_in_notebooks_html_and_csv(released_course, tmp_
     assert "<script>alert(2)" not in similar and "<img src=x" not in similar
 
 
+def test_feedback_says_why_the_module_failed_to_import(released_course, tmp_path):
+    """A student whose module fails to import reads the cause in their feedback (the
+    exception's last line, the file and line in their code), not only that no check ran."""
+    from support.autograde_fakes import fake_grade
+
+    from instructor import autograde as pipeline
+    from instructor.course import Course
+    from instructor.feedback import feedback
+
+    root = tmp_path / "course"
+    shutil.copytree(released_course, root)
+    course = Course.at(root)
+    cause = "embeddings.py, line 7: NameError: name 'torhc' is not defined"
+    module = submit(root, "ann", {}) / "exercises" / "embeddings.py"
+    module.write_text(module.read_text() + f"# IMPORT-ERROR {cause}\n")
+    (outcome,) = pipeline.autograde(course, [LESSON], ["ann"], engine="threads", grader=fake_grade)
+    assert outcome.recorded and outcome.points == 0
+    made, _skipped = feedback(course, [LESSON])
+    page = Path(next(p for p in made if "/ann/" in p)).read_text()
+    assert "not run: the module failed to import: embeddings.py, line 7: NameError: name " in page
+    assert "&#39;torhc&#39; is not defined" in page or "'torhc' is not defined" in page
+
+
 def test_a_feedback_folder_keeps_the_html_the_module_and_what_the_exchange_needs(tmp_path):
     """What nbgrader copied from the assignment goes; the HTML, the student's lesson module and
     the submission's timestamp.txt and submission_secret.txt (nbgrader's release_feedback files
