@@ -641,7 +641,7 @@ class WorkerClient:
 
     def _prepare(self, *, dynamo: bool) -> None:
         """Before a request that imports torch._dynamo (a second or more: a scenario that makes
-        an optimizer, or a by-hand function's trace, graders/worker/tracing.py), a lesson process
+        an optimizer), a lesson process
         forked after the worker imported it, so that no check's clock pays for it; other
         lessons never import it at all."""
         self.start()
@@ -649,12 +649,6 @@ class WorkerClient:
         if dynamo and proc is not None and not proc.dynamo:
             proc.dynamo = True
             proc.ready = False  # the next request forks, the import first
-
-    def prepare_tracing(self) -> None:
-        """The next lesson process will trace by-hand functions (graders/worker/tracing.py):
-        forked after the worker imported the tracer, rather than forked again at the first
-        trace (and the student's module imported twice)."""
-        self._prepare(dynamo=True)
 
     def ensure_module(self, module: str, timeout: float) -> None:
         """Import the student's module once; an import that fails is remembered for the run
@@ -696,7 +690,6 @@ class WorkerClient:
         The tensors among the inputs live in a file the checker made and maps itself
         (graders/shared.py): a call that changed one in place fails (IN_PLACE) on what the
         checker reads back, not on the lesson process's report of its inputs."""
-        self._prepare(dynamo=trace)  # the tracer imports torch._dynamo: before the fork
         self.ensure_module(function.partition(".")[0], timeout)
         with SharedTensors([args, kwargs]) as shared:
             answer = self.request(

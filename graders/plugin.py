@@ -328,8 +328,6 @@ class GradingPlugin:
             # (a patched torch, say) cannot reach another lesson's checks.
             self._lesson_now = check.lesson
             self.client.fresh()
-            if lesson.traces:  # the tracer's imports before the fork, not after its import
-                self.client.prepare_tracing()
         try:
             self.client.ensure_module(lesson.module, timeout)
         except (StudentError, CheckFailed) as error:

@@ -323,8 +323,7 @@ def serve_lessons(control: int, target: str) -> None:
     the next fork, an ``{"op": "end"}``, or the end of the control channel kills it and
     everything it started. A fork may name another target (an unsandboxed checker keeps an
     idle worker for its next grading run, whatever that run grades), and may ask for
-    torch._dynamo to be imported first (``"dynamo": True``: an optimizer or the tracer of
-    graders/worker/tracing.py imports it), the tracer warmed up with it.
+    torch._dynamo to be imported first (``"dynamo": True``: an optimizer imports it).
     """
     import socket
 
@@ -354,7 +353,7 @@ def serve_lessons(control: int, target: str) -> None:
             # torch imports torch._dynamo (a second or more) the first time an optimizer is
             # made: here, before the fork, it is on no check's clock, and every later lesson
             # process has it.
-            ready_tracer()
+            importlib.import_module("torch._dynamo")
         ours, theirs = socket.socketpair()
         pid = os.fork()
         if pid == 0:  # the lesson process

@@ -1,9 +1,8 @@
 """The student's function as an operator graph, sent to the checker as plain data.
 
 For a function under a by-hand rule the lesson process does not send the function's value:
-it traces the call with ``make_fx`` (aten operators as the student's code calls them, before
-autograd's dispatch, with the places where it turned gradients off) and sends what ran, node
-by node. The checker
+it records the call's aten operators with a dispatch mode (below autograd, with the places
+where the code turned gradients off) and sends what ran, node by node. The checker
 (graders/graph.py) refuses an operator outside the rule's allowlist or a tensor the trace did
 not compute, then runs the graph itself; nothing the student's process reports is graded.
 
@@ -21,14 +20,13 @@ its lists, tuples, dicts and plain values, with ``{GRAPH_OUTPUT: j}`` for its j-
 
 from __future__ import annotations
 
-import importlib
-import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .limits import GRAPH_NODES
 from .protocol import GRAPH_OUTPUT, tensor_leaves
@@ -37,23 +35,81 @@ from .protocol import GRAPH_OUTPUT, tensor_leaves
 def trace(fn: Callable, args: tuple, kwargs: dict) -> dict:
     """``fn(*args, **kwargs)`` traced: ``{"graph": ..., "value": skeleton}``. What the student's
     code raises propagates (a by-hand function that validates its input raises as it would)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
+    recorder = _Recorder(tensor_leaves((args, kwargs)))
+    with _data_as_detach(), recorder:
+        value = fn(*args, **kwargs)
+    return {"graph": recorder.graph(tensor_leaves(value)), "value": _skeleton(value, [0])}
 
-    inputs = tensor_leaves((args, kwargs))
-    made: list[Any] = []
 
-    def flat(*tensors: Tensor) -> list[Tensor]:
-        given, named = _replace((args, kwargs), tensors, [0])
-        value = fn(*given, **named)
-        made.append(value)
-        return tensor_leaves(value)
+class _Recorder(TorchDispatchMode):
+    """Every aten operator the call runs, below autograd (its own backward formulas are not
+    the student's code), with the places where the code turned gradients off. A plain dispatch
+    mode rather than make_fx: make_fx imports torch._dynamo (seconds), which would sit between
+    a student's save and the first verdict."""
 
-    # Before autograd's dispatch (pre_dispatch): the graph keeps where the code turned
-    # gradients off (torch.no_grad), which the checker's own autograd then honours.
-    with _data_as_detach():
-        module = make_fx(flat, pre_dispatch=True, _error_on_data_dependent_ops=False)(*inputs)
-    graph = encode_graph(module)
-    return {"graph": graph, "value": _skeleton(made[0], [0])}
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._dynamo wrapper around __torch_dispatch__ (it imports it)
+
+    def __init__(self, inputs: list[Tensor]) -> None:
+        super().__init__()
+        self.nodes: list[dict] = []
+        self.size = 0  # every node, the ones past the bound included
+        self.refs: dict[int, int] = {}  # id of a tensor the call saw -> its node
+        self.kept: list[Tensor] = []  # those tensors, alive, so that no id is reused
+        self.grad = torch.is_grad_enabled()
+        for at, tensor in enumerate(inputs):
+            self._node({"op": "input", "index": at}, tensor)
+
+    def _node(self, node: dict, tensor: Tensor | None = None) -> int:
+        self.size += 1
+        if len(self.nodes) <= GRAPH_NODES:
+            self.nodes.append(node)
+        if tensor is not None:
+            self.refs[id(tensor)] = len(self.nodes) - 1
+            self.kept.append(tensor)
+        return len(self.nodes) - 1
+
+    def _ref(self, tensor: Tensor) -> dict:
+        """A tensor as an argument: its node, or a constant node for one the call did not make
+        (``torch.tensor(0.5)``, a numpy round trip, a computation with dispatch switched off)."""
+        if id(tensor) not in self.refs:
+            self._node(_constant(tensor), tensor)
+        at = self.refs[id(tensor)]
+        return {"ref": at} if at < len(self.nodes) else {"unknown": "a node past the bound"}
+
+    def _argument(self, arg: Any) -> Any:
+        if isinstance(arg, Tensor):
+            return self._ref(arg)
+        if isinstance(arg, list | tuple):
+            return [self._argument(a) for a in arg]
+        return _plain(arg)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if torch.is_grad_enabled() != self.grad:  # torch.no_grad() entered or left
+            self.grad = torch.is_grad_enabled()
+            self._node({"op": "grad_enabled", "value": self.grad})
+        node = {
+            "op": func._schema.name,
+            "overload": func._overloadname,
+            "args": [self._argument(a) for a in args],
+            "kwargs": {k: self._argument(v) for k, v in kwargs.items()},
+        }
+        result = func(*args, **kwargs)
+        if isinstance(result, Tensor):
+            self._node(node, result)
+        else:
+            at = self._node(node)
+            if isinstance(result, list | tuple):  # one getitem node for each tensor in it
+                for k, part in enumerate(result):
+                    if isinstance(part, Tensor):
+                        self._node({"op": "getitem", "args": [{"ref": at}, k]}, part)
+        return result
+
+    def graph(self, outputs: list[Tensor]) -> dict:
+        refs = [self._ref(tensor) for tensor in outputs]
+        return {"nodes": self.nodes, "outputs": refs, "size": self.size}
 
 
 @contextmanager
@@ -70,20 +126,6 @@ def _data_as_detach() -> Iterator[None]:
         del tensor.data  # TensorBase's own again
 
 
-def _replace(obj: Any, tensors: tuple, at: list[int]) -> Any:
-    """``obj`` with its tensors, in ``tensor_leaves`` order, replaced by ``tensors``."""
-    if isinstance(obj, Tensor):
-        at[0] += 1
-        return tensors[at[0] - 1]
-    if isinstance(obj, dict):
-        return {k: _replace(v, tensors, at) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_replace(v, tensors, at) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_replace(v, tensors, at) for v in obj)
-    return obj
-
-
 def _skeleton(value: Any, at: list[int]) -> Any:
     """The value with its tensors (``tensor_leaves`` order) replaced by output markers."""
     if isinstance(value, Tensor):
@@ -96,45 +138,6 @@ def _skeleton(value: Any, at: list[int]) -> Any:
     if isinstance(value, tuple):  # a named tuple too (torch.return_types): its fields
         return tuple(_skeleton(v, at) for v in value)
     return value
-
-
-def encode_graph(module: Any) -> dict:
-    """A traced GraphModule's nodes as plain data, at most GRAPH_NODES + 1 of them (``size``
-    counts them all, so the checker refuses a longer graph without reading it)."""
-    index: dict[Any, int] = {}
-    nodes: list[dict] = []
-    outputs: list[Any] = []
-    inputs = 0
-    size = 0
-    for node in module.graph.nodes:
-        if node.op == "output":
-            outputs = [_argument(a, index) for a in node.args[0]]
-            continue
-        size += 1
-        if len(nodes) > GRAPH_NODES:
-            continue
-        index[node] = len(nodes)
-        if node.op == "placeholder":
-            nodes.append({"op": "input", "index": inputs})
-            inputs += 1
-        elif node.op == "get_attr":
-            nodes.append(_constant(getattr(module, node.target)))
-        elif node.target is torch._C._set_grad_enabled:
-            nodes.append({"op": "grad_enabled", "value": bool(node.args[0])})
-        elif node.target is operator.getitem:
-            nodes.append({"op": "getitem", "args": [_argument(a, index) for a in node.args]})
-        elif isinstance(node.target, torch._ops.OpOverload):
-            nodes.append(
-                {
-                    "op": node.target._schema.name,
-                    "overload": node.target._overloadname,
-                    "args": [_argument(a, index) for a in node.args],
-                    "kwargs": {k: _argument(v, index) for k, v in node.kwargs.items()},
-                }
-            )
-        else:
-            nodes.append({"op": f"python:{getattr(node.target, '__name__', '?')}"})
-    return {"nodes": nodes, "outputs": outputs, "size": size}
 
 
 def _constant(value: Any) -> dict:
@@ -156,13 +159,10 @@ def _constant(value: Any) -> dict:
     }
 
 
-def _argument(arg: Any, index: dict) -> Any:
-    if isinstance(arg, torch.fx.Node):
-        return {"ref": index[arg]} if arg in index else {"unknown": "a node past the bound"}
+def _plain(arg: Any) -> Any:
+    """An operator's argument other than a tensor, as plain data."""
     if arg is None or isinstance(arg, bool | int | float | str):
         return arg
-    if isinstance(arg, list | tuple):
-        return [_argument(a, index) for a in arg]
     if isinstance(arg, torch.dtype):
         return {"dtype": str(arg).removeprefix("torch.")}
     if isinstance(arg, torch.device):
@@ -178,13 +178,9 @@ _warmed: list[bool] = []  # whether this process traced once already
 
 
 def ready_tracer() -> None:
-    """Import torch._dynamo and trace once, in the worker before it forks: the tracer's first
-    use imports torch._inductor's configuration and with it torch._dynamo (a second or more),
-    which no check's clock should pay. Done once: at the worker's start for a grading that
-    traces (graders/launch.py), else before the fork of the first lesson that does
-    (graders/client.py); torch imports torch._dynamo for an optimizer too."""
+    """Trace once, in the worker before it forks, for a grading that traces (graders/launch.py):
+    the first use of a dispatch mode imports a few modules, on no check's clock."""
     if _warmed:
         return
-    importlib.import_module("torch._dynamo")
     trace(lambda x, y: (x.max(-1).values + y).sum(), (torch.ones(2, 2), torch.ones(2)), {})
     _warmed.append(True)
