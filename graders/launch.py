@@ -115,9 +115,9 @@ def command(
         "--memory",
         str(memory),
         *(("--provided", str(PROVIDED)) if PROVIDED.is_dir() else ()),
-        "--target",
-        str(target),
         *(("--trace",) if trace else ()),
+        "--target",  # last: the sandbox rewrites the target's path to its bound copy
+        str(target),
     ]
     prefix = [] if sandbox else user_prefix()
     return [*prefix, *worker_command(base, target, sandbox=sandbox)]

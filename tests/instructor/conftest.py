@@ -67,20 +67,10 @@ def gradescope_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def unpack(gradescope_zip: Path, open_folder: Path) -> Callable[[str], Path]:
     """``unpack(NAME)``: the zip laid out as Gradescope lays it out (source/, submission/,
     run_autograder) under ``open_folder/NAME`` instead of /autograder; returns that folder."""
-    import zipfile
+    from support.autograder_folder import lay_out
 
     def unpacked(name: str) -> Path:
-        autograder = open_folder / name / "autograder"
-        with zipfile.ZipFile(gradescope_zip) as archive:
-            archive.extractall(autograder / "source")
-            for info in archive.infolist():
-                (autograder / "source" / info.filename).chmod(info.external_attr >> 16)
-        for folder in [autograder.parent, autograder, *(autograder / "source").rglob("*")]:
-            if folder.is_dir():
-                folder.chmod(0o755)
-        shutil.copy(autograder / "source" / "run_autograder", autograder / "run_autograder")
-        (autograder / "submission").mkdir()
-        return autograder
+        return lay_out(gradescope_zip, open_folder / name / "autograder")
 
     return unpacked
 

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.autograder_folder import lay_out
 
 from core.manifest import load_manifest
 
@@ -230,16 +231,7 @@ def test_the_block_lesson_uploaded_alone_gets_every_point(tmp_path, open_folder,
     shutil.copytree(ROOT / "exercises", released, ignore=shutil.ignore_patterns("__pycache__"))
     (course / "release.json").write_text(json.dumps({"site_url": "https://example.org/"}))
     archive = build(Course.at(course), "block", course / "gradescope")
-    autograder = open_folder / "block" / "autograder"
-    with zipfile.ZipFile(archive) as opened:
-        opened.extractall(autograder / "source")
-        for info in opened.infolist():
-            (autograder / "source" / info.filename).chmod(info.external_attr >> 16)
-    for folder in [autograder.parent, autograder, *(autograder / "source").rglob("*")]:
-        if folder.is_dir():
-            folder.chmod(0o755)
-    shutil.copy(autograder / "source" / "run_autograder", autograder / "run_autograder")
-    (autograder / "submission").mkdir()
+    autograder = lay_out(archive, open_folder / "block" / "autograder")
     shutil.copy(ROOT / "solutions" / "block.py", autograder / "submission")
     env = {"PYTHON": os.path.join(os.path.realpath(sys.prefix), "bin", "python")}
     results = _results(autograder, env, "the bubblewrap sandbox")
