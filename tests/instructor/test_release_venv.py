@@ -97,6 +97,30 @@ def test_the_command_the_release_names_grades_the_reference_to_full_marks(studen
     assert "+cpu" in torch.stdout  # PyTorch's CPU build, not PyPI's CUDA one
 
 
+def test_the_block_lesson_alone_grades_to_full_marks_in_the_same_environment(
+    student, released_course
+):
+    """Lesson 5's folder with the reference block.py and lessons 2 and 4 as released (stubs):
+    in the environment its requirements make, the checker's stand-ins answer attention and
+    lookup, so every public point is the block lesson's own."""
+    _, python, env = student
+    folder = student[0].parent / "block"
+    shutil.copytree(released_course / "release" / "block", folder)
+    shutil.copyfile(ROOT / "solutions" / "block.py", folder / "exercises" / "block.py")
+    assert "NotImplementedError" in (folder / "exercises" / "attention.py").read_text()
+    done = subprocess.run(
+        [python, "-m", "graders", "block", "--json", "report.json"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((folder / "report.json").read_text())
+    assert report["complete"] and report["points"] == report["max_points"] > 0, done.stdout
+
+
 def test_the_notebook_grades_the_reference_to_full_marks(student):
     import nbformat
 
