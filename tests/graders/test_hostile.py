@@ -355,7 +355,13 @@ def binding_reports(tmp_path_factory) -> dict[str, dict]:
 def test_by_hand_rule_holds_against_every_binding(binding_reports, binding):
     checks = binding_reports[binding]["lessons"][0]["checks"]
     assert checks and not any(c["passed"] for c in checks), [c["id"] for c in checks]
-    assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+    if binding not in ANSWERED_OUTSIDE_THE_TRACE:
+        assert all("by hand" in (c["hint"] or "") for c in checks), [c["hint"] for c in checks]
+
+
+# A binding that switches the tracing off hands over a graph holding only its answer for the
+# check's own inputs: the second draw fails it as a wrong answer, with the check's own hint.
+ANSWERED_OUTSIDE_THE_TRACE = {"switches-the-watch-off"}
 
 
 def test_by_hand_rule_keeps_a_correct_cross_entropy_that_lm_loss_shares_aobjective_with(tmp_path):

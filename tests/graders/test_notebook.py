@@ -145,7 +145,8 @@ def test_in_a_released_folder_a_downstream_cell_names_the_mistake_upstream(
         timeout=900,
     )
     assert cli.returncode == 0, cli.stderr[-2000:]
-    assert "one mistake: TokenWindows uses shift, so token-windows-items" in cli.stdout
+    assert "one mistake: TokenWindows, make_loader uses shift, so token-windows-items" in cli.stdout
+    assert "fix shift first" in cli.stdout
     assert f"see {RELEASED_SITE}chapters/03-windows/#" in cli.stdout
     assert "course/chapters" not in cli.stdout
 

@@ -137,10 +137,11 @@ def test_honest_code_the_old_reading_refused_keeps_every_point(tmp_path):
         assert lesson["flagged"] == [] and lesson["import_error"] is None, lesson["slug"]
 
 
-def test_a_library_twin_only_its_source_shows_is_flagged_not_zeroed(tmp_path):
-    """adamw_step stepping a torch.optim.AdamW, in a file saved with a byte-order mark (issue
-    42: such a file was left out of the reading): graded on its values, and listed under
-    flagged with its file and line for the instructor; the reading takes no point."""
+def test_a_library_optimizer_is_refused_by_its_graph_and_flagged_by_the_reading(tmp_path):
+    """adamw_step stepping a torch.optim.AdamW, in a file saved with a byte-order mark (such a
+    file was once left out of the reading): its traced computation holds the optimizer's own
+    profiler operation, outside the rule's allow list, so the graph costs it its points; the
+    reading lists it under flagged with its file and line for the instructor."""
     from rich.console import Console
 
     import graders
@@ -181,7 +182,9 @@ def test_a_library_twin_only_its_source_shows_is_flagged_not_zeroed(tmp_path):
     assert (flag["function"], flag["file"], flag["line"]) == ("adamw_step", "training.py", line)
     assert "torch.optim.AdamW" in flag["reason"]
     checks = [c for c in lesson["checks"] if c["function"] == "adamw_step"]
-    assert checks and all(c["passed"] for c in checks), [(c["id"], c["detail"]) for c in checks]
+    refused = [c for c in checks if "traced computation was refused" in (c["detail"] or "")]
+    assert refused and all("profiler::" in c["detail"] for c in refused), checks
+    assert sum(c["points"] for c in checks) < sum(c["max_points"] for c in checks)
     console = Console(file=io.StringIO(), width=200)
     render_lesson(console, lesson)
     shown = console.file.getvalue()

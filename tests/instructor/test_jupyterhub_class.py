@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pytest
 from support.extras import require_extra
+from support.release_site import RELEASED_SITE
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
 require_extra("jupyterhub", "the hub extra (jupyterhub) is not installed")
@@ -270,7 +271,7 @@ def course_folder(tmp_path, exchange, monkeypatch) -> Path:
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(own))
     monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
     course = tmp_path / "course"
-    released = instructor(course, "release", LESSON)
+    released = instructor(course, "release", LESSON, "--site-url", RELEASED_SITE)
     assert released.returncode == 0, released.stdout[-3000:] + released.stderr[-3000:]
     return course
 
