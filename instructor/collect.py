@@ -102,30 +102,41 @@ def _letters(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
-def roster(course: Course) -> dict[str, Rostered]:
-    """The gradebook's students (nbgrader's roster: ``nbgrader db student import``); empty
-    when there is no gradebook yet or it holds none."""
+def _gradebook_rows(course: Course, table: str, query: str, values: dict, what: str) -> list:
+    """The rows ``query`` reads from the gradebook; none when there is no gradebook yet (a
+    SQLite file connecting would create) or it has no ``table``. A driver's error is one line
+    naming ``what`` was being read."""
     from sqlalchemy import create_engine, inspect, text
     from sqlalchemy.engine import make_url
 
     url = course.db_url
     database = make_url(url).database
     if url.startswith("sqlite") and not (database and Path(database).is_file()):
-        return {}  # connecting would create it
+        return []  # connecting would create it
     engine = create_engine(url)
     try:
         with engine.connect() as db:
-            if "student" not in inspect(db).get_table_names():
-                return {}
-            rows = db.execute(
-                text("SELECT id, first_name, last_name, lms_user_id, email FROM student")
-            ).all()
+            if table not in inspect(db).get_table_names():
+                return []
+            return list(db.execute(text(query), values).all())
     except Exception as error:  # noqa: BLE001 - any driver's error, in one line
         raise SetupError(
-            f"cannot read the roster in {course.gradebook_name()}: {one_line(error)}"
+            f"cannot read {what} in {course.gradebook_name()}: {one_line(error)}"
         ) from None
     finally:
         engine.dispose()
+
+
+def roster(course: Course) -> dict[str, Rostered]:
+    """The gradebook's students (nbgrader's roster: ``nbgrader db student import``); empty
+    when there is no gradebook yet or it holds none."""
+    rows = _gradebook_rows(
+        course,
+        "student",
+        "SELECT id, first_name, last_name, lms_user_id, email FROM student",
+        {},
+        "the roster",
+    )
     # Autograde adds a student it grades who is not in the gradebook, with nothing but an id:
     # those are no roster, or a course without one would refuse every later newcomer.
     from . import gradings
@@ -543,27 +554,14 @@ def _collect_student(
 
 def due_date(course: Course, lesson: str) -> datetime | None:
     """The lesson's due date in the gradebook (UTC), None when it has none (or no gradebook)."""
-    from sqlalchemy import create_engine, inspect, text
-    from sqlalchemy.engine import make_url
-
-    url = course.db_url
-    database = make_url(url).database
-    if url.startswith("sqlite") and not (database and Path(database).is_file()):
-        return None  # connecting would create it
-    engine = create_engine(url)
-    try:
-        with engine.connect() as db:
-            if "assignment" not in inspect(db).get_table_names():
-                return None
-            found = db.execute(
-                text("SELECT duedate FROM assignment WHERE name = :name"), {"name": lesson}
-            ).first()
-    except Exception as error:  # noqa: BLE001 - any driver's error, in one line
-        raise SetupError(
-            f"cannot read the due dates in {course.gradebook_name()}: {one_line(error)}"
-        ) from None
-    finally:
-        engine.dispose()
+    rows = _gradebook_rows(
+        course,
+        "assignment",
+        "SELECT duedate FROM assignment WHERE name = :name",
+        {"name": lesson},
+        "the due dates",
+    )
+    found = rows[0] if rows else None
     if not found or found[0] is None:
         return None
     due = found[0]

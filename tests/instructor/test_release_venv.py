@@ -74,11 +74,10 @@ def student(released_course, tmp_path_factory):
     return folder, python, env
 
 
-def test_the_command_the_release_names_grades_the_reference_to_full_marks(student):
-    folder, python, env = student
-    (folder / "build").mkdir(exist_ok=True)
+def _grades_to_full_marks(python: str, folder: Path, lesson: str, env: dict) -> None:
+    """``python -m graders LESSON`` in ``folder``, as the release tells students to run it."""
     done = subprocess.run(
-        [python, "-m", "graders", LESSON, "--json", "build/report.json"],
+        [python, "-m", "graders", lesson, "--json", "report.json"],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -86,8 +85,13 @@ def test_the_command_the_release_names_grades_the_reference_to_full_marks(studen
         timeout=900,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((folder / "build" / "report.json").read_text())
+    report = json.loads((folder / "report.json").read_text())
     assert report["complete"] and report["points"] == report["max_points"] > 0, done.stdout
+
+
+def test_the_command_the_release_names_grades_the_reference_to_full_marks(student):
+    folder, python, env = student
+    _grades_to_full_marks(python, folder, LESSON, env)
     torch = subprocess.run(
         [python, "-c", "import torch; print(torch.__version__)"],
         env=env,
@@ -108,17 +112,7 @@ def test_the_block_lesson_alone_grades_to_full_marks_in_the_same_environment(
     shutil.copytree(released_course / "release" / "block", folder)
     shutil.copyfile(ROOT / "solutions" / "block.py", folder / "exercises" / "block.py")
     assert "NotImplementedError" in (folder / "exercises" / "attention.py").read_text()
-    done = subprocess.run(
-        [python, "-m", "graders", "block", "--json", "report.json"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((folder / "report.json").read_text())
-    assert report["complete"] and report["points"] == report["max_points"] > 0, done.stdout
+    _grades_to_full_marks(python, folder, "block", env)
 
 
 def test_the_notebook_grades_the_reference_to_full_marks(student):
