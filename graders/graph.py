@@ -7,11 +7,11 @@ course/lessons.toml, less its ``ops``), a tensor the trace did not compute from 
 (``torch.tensor`` of numbers read out of a tensor, a numpy round trip, a computation with
 torch's dispatch switched off: each is a constant of the graph), or more nodes than
 GRAPH_NODES; then it runs the graph itself, on its own copies of the inputs (with its own
-autograd for a gradient check), shapes first on meta tensors, within the check's time and a
-bound on every tensor's size. Those values are the function's answer. A number read out of a
-tensor during the trace (``.item()``, ``if tensor:``) is frozen into the graph: the checker
-runs the graph again on a second draw of the inputs (same shapes, the numbers shuffled
-and rescaled) and
+autograd for a gradient check), shapes first on meta tensors, within the check's time (the
+checker's processor time, see Budget: a loaded machine refuses no honest graph) and a bound on
+every tensor's size. Those values are the function's answer. A number read out of a tensor
+during the trace (``.item()``, ``if tensor:``) is frozen into the graph: the checker runs the
+graph again on a second draw of the inputs (same shapes, the numbers shuffled and rescaled) and
 compares it with the oracle there, so an answer baked into the graph as Python numbers fails,
 and a graph that branched on a value is refused with that reason named.
 """
@@ -36,6 +36,9 @@ from .worker.limits import GRAPH_NODES
 from .worker.protocol import DTYPES, GRAPH_OUTPUT, tensor_leaves
 
 MAX_ELEMENTS = 1 << 26  # elements of any one tensor the checker's run of a graph makes
+# The wall-clock guard of a graph's run, as a multiple of its processor-time budget: a run
+# only computes, so on a loaded machine its wall time grows while its processor time does not.
+WALL_GUARD = 20
 # Where a value is read out of a tensor into Python during the trace.
 READS = frozenset({"aten::_local_scalar_dense", "aten::item"})
 LIFTS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy"})  # torch.tensor(number)
@@ -135,28 +138,28 @@ class Graph:
         refs = tuple(_ref(ref, len(nodes)) for ref in outputs)
         return cls(tuple(nodes), refs, tuple(reads))
 
-    def run(self, inputs: list[Tensor], deadline: float, reads: list | None = None) -> list[Tensor]:
+    def run(self, inputs: list[Tensor], budget: Budget, reads: list | None = None) -> list[Tensor]:
         """The graph's outputs on ``inputs`` (the checker's own tensors), shapes checked on meta
         tensors first; ``reads`` gets the numbers the graph reads out of tensors."""
         meta = [torch.empty_like(t, device="meta") for t in inputs]
         try:
-            self._evaluate(meta, deadline, None, on_meta=True)
+            self._evaluate(meta, budget, None, on_meta=True)
         except _Unmeasured:
             pass  # a shape that follows from values (a boolean mask): bounded as it runs
-        return self._evaluate(inputs, deadline, reads, on_meta=False)
+        return self._evaluate(inputs, budget, reads, on_meta=False)
 
     def _evaluate(
-        self, inputs: list[Tensor], deadline: float, reads: list | None, *, on_meta: bool
+        self, inputs: list[Tensor], budget: Budget, reads: list | None, *, on_meta: bool
     ) -> list[Tensor]:
         with torch.set_grad_enabled(torch.is_grad_enabled()):  # as it was, afterwards
-            return self._steps(inputs, deadline, reads, on_meta=on_meta)
+            return self._steps(inputs, budget, reads, on_meta=on_meta)
 
     def _steps(
-        self, inputs: list[Tensor], deadline: float, reads: list | None, *, on_meta: bool
+        self, inputs: list[Tensor], budget: Budget, reads: list | None, *, on_meta: bool
     ) -> list[Tensor]:
         values: list[Any] = []
         for node in self.nodes:
-            if time.monotonic() > deadline:
+            if budget.spent():
                 raise Refused("the grader's run of its graph took longer than the check's limit")
             op = node["op"]
             if op == "input":
@@ -195,6 +198,24 @@ class Graph:
         if not all(isinstance(t, Tensor) for t in found):
             raise Refused("an output of its graph is not a tensor")
         return found
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long the checker's run of a graph may take: ``seconds`` of this process's processor
+    time (what the graph's work costs, whatever else the machine runs; a by-hand function's
+    graph is small, so only a graph built to stall the grader reaches it), with a wall-clock
+    guard WALL_GUARD times longer."""
+
+    cpu_until: float
+    wall_until: float
+
+    @classmethod
+    def of(cls, seconds: float) -> Budget:
+        return cls(time.process_time() + seconds, time.monotonic() + WALL_GUARD * seconds)
+
+    def spent(self) -> bool:
+        return time.process_time() > self.cpu_until or time.monotonic() > self.wall_until
 
 
 class _Unmeasured(Exception):
@@ -362,7 +383,7 @@ def graded_value(
     rule: Rule,
     args: list,
     kwargs: dict,
-    deadline: float,
+    budget: Budget,
     oracle: Callable[..., Any] | None = None,
 ) -> Any:
     """The value a by-hand call is graded on: the checker's run of its graph on the call's
@@ -373,9 +394,9 @@ def graded_value(
     try:
         graph = Graph.read(data, rule, len(leaves))
         first: list = []
-        value = fill(skeleton, _outputs(graph.run(_copies(leaves), deadline, first)))
+        value = fill(skeleton, _outputs(graph.run(_copies(leaves), budget, first)))
         if oracle is not None:
-            _second_draw(graph, skeleton, oracle, args, kwargs, value, first, deadline)
+            _second_draw(graph, skeleton, oracle, args, kwargs, value, first, budget)
     except Refused as why:
         raise refusal(rule, rule.function, str(why)) from None
     except Unlike as why:
@@ -397,7 +418,7 @@ def _second_draw(
     kwargs: dict,
     value: Any,
     first: list,
-    deadline: float,
+    budget: Budget,
 ) -> None:
     """Unlike when the graph gives the oracle's answer on the call's inputs and not on a second
     draw of them: its answer was frozen into it (or it branched on a value), or it is wrong and
@@ -410,7 +431,7 @@ def _second_draw(
     except Exception:  # noqa: BLE001 - no oracle answer for these inputs: nothing to compare
         return
     second: list = []
-    outputs = graph.run(_copies(tensor_leaves((again_args, again_kwargs))), deadline, second)
+    outputs = graph.run(_copies(tensor_leaves((again_args, again_kwargs))), budget, second)
     if agrees(fill(skeleton, _outputs(outputs)), expected):
         return
     why = (
@@ -432,7 +453,7 @@ def graded_gradients(
     args: list,
     wrt: list[int],
     weights: Tensor | None,
-    deadline: float,
+    budget: Budget,
 ) -> dict:
     """A gradient check of a by-hand function by the checker's own autograd through its graph:
     what ``scenario_grad`` (graders/worker/scenarios.py) answers for other functions."""
@@ -445,7 +466,7 @@ def graded_gradients(
         for i in wrt:
             inputs[position.index(i)].requires_grad_(True)
         with torch.enable_grad():
-            out = fill(skeleton, graph.run(inputs, deadline))
+            out = fill(skeleton, graph.run(inputs, budget))
             if not isinstance(out, Tensor):
                 raise Refused("its value is not a tensor to differentiate")
             if not out.requires_grad:

@@ -16,7 +16,6 @@ from those of the function's other checks), the manifest's default.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,11 +106,15 @@ class Student:
         name = f"{self.module}.{function}"
         traced = self._traced(function)
         if traced is not None:
-            started = time.monotonic()
             value, inputs = self._trace(function, list(args), kwargs)
             value = self._guard(
                 lambda: graph.graded_value(
-                    value, traced, list(args), kwargs, started + self.timeout, _oracle(function)
+                    value,
+                    traced,
+                    list(args),
+                    kwargs,
+                    graph.Budget.of(self.timeout),
+                    _oracle(function),
                 ),
                 function,
             )
@@ -146,11 +149,10 @@ class Student:
         traced = self._traced(function)
         if traced is not None and name == "grad":  # the checker's own autograd, on its graph
             args, wrt = list(config["args"]), list(config["wrt"])
-            started = time.monotonic()
             value, _ = self._trace(function, args, dict(config.get("kwargs") or {}))
             return self._guard(
                 lambda: graph.graded_gradients(
-                    value, traced, args, wrt, config.get("weights"), started + self.timeout
+                    value, traced, args, wrt, config.get("weights"), graph.Budget.of(self.timeout)
                 ),
                 function,
             )

@@ -73,7 +73,7 @@ def _grade(name: str, table: dict) -> tuple[Any, Any, str]:
     rule = MANIFEST.lesson(module).rule(function)
     oracle = None if function == "adamw_step" else oracles.named(function)
     traced = _traced(module, function, source, args, kwargs)
-    value = graph.graded_value(traced, rule, args, kwargs, time.monotonic() + 60, oracle)
+    value = graph.graded_value(traced, rule, args, kwargs, graph.Budget.of(60), oracle)
     return value, _expected(function, args, kwargs), function
 
 
@@ -138,7 +138,7 @@ def test_the_gradient_is_the_checkers_own_autograd_through_the_graph():
     rule = MANIFEST.lesson(module).rule(function)
     weights = torch.randn(2, 5, 16)
     got = graph.graded_gradients(
-        _traced(module, function, source, args, {}), rule, args, [0], weights, time.monotonic() + 60
+        _traced(module, function, source, args, {}), rule, args, [0], weights, graph.Budget.of(60)
     )
     x = args[0].clone().requires_grad_(True)
     F.layer_norm(x, (16,), args[1], args[2]).backward(weights)
@@ -156,7 +156,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
     rule = MANIFEST.lesson("block").rule("layer_norm")
     traced = _traced("block", "layer_norm", source, args, {})
     ones = torch.ones(2, 5, 16)
-    got = graph.graded_gradients(traced, rule, args, [0], ones, time.monotonic() + 60)
+    got = graph.graded_gradients(traced, rule, args, [0], ones, graph.Budget.of(60))
     x = args[0].clone().requires_grad_(True)
     F.layer_norm(x, (16,), args[1], args[2]).backward(ones)
     assert not close(got["grads"][0], x.grad, rtol=1e-4, atol=1e-5)
@@ -182,7 +182,7 @@ def _branched(tail: str) -> Any:
         "objective", "cross_entropy", BRANCHED.format(tail=tail), [logits, targets], {}
     )
     oracle = oracles.named("cross_entropy")
-    value = graph.graded_value(traced, rule, [logits, targets], {}, time.monotonic() + 60, oracle)
+    value = graph.graded_value(traced, rule, [logits, targets], {}, graph.Budget.of(60), oracle)
     return value, oracle(logits, targets)
 
 
@@ -210,7 +210,7 @@ X = {"op": "input", "index": 0}
 
 def _run_forged(data: dict, inputs: list | None = None) -> list:
     inputs = [torch.ones(3)] if inputs is None else inputs
-    return graph.Graph.read(data, GELU_RULE, len(inputs)).run(inputs, time.monotonic() + 60)
+    return graph.Graph.read(data, GELU_RULE, len(inputs)).run(inputs, graph.Budget.of(60))
 
 
 @pytest.mark.parametrize(
@@ -314,8 +314,18 @@ def test_a_forged_graph_that_computes_by_hand_is_a_by_hand_computation():
 
 def test_a_graph_past_the_checks_time_is_refused():
     data = _forged([X], [{"ref": 0}])
+    spent = graph.Budget(time.process_time() - 1, time.monotonic() + 60)
     with pytest.raises(graph.Refused, match="longer than"):
-        graph.Graph.read(data, GELU_RULE, 1).run([torch.ones(2)], time.monotonic() - 1)
+        graph.Graph.read(data, GELU_RULE, 1).run([torch.ones(2)], spent)
+
+
+def test_the_graphs_time_is_processor_time_so_a_loaded_machine_refuses_nothing():
+    # Waiting (another process holding the cores) spends wall time and no processor time.
+    budget = graph.Budget.of(0.2)
+    time.sleep(0.5)
+    assert not budget.spent()
+    (out,) = graph.Graph.read(_forged([X], [{"ref": 0}]), GELU_RULE, 1).run([torch.ones(2)], budget)
+    assert torch.equal(out, torch.ones(2))
 
 
 def test_the_allowlist_is_the_manifests_one_table():
