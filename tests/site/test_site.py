@@ -183,8 +183,14 @@ def test_the_exercise_box_names_the_command_of_the_repository_and_of_a_release()
 
 def test_a_class_has_its_page_and_no_page_sends_a_student_to_solutions() -> None:
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    assert re.search(r"^\s*-\s+[^:\n]+:\s+class\.md\s*$", nav, re.M), "class.md is not in the nav"
+    for name in ("class.md", "jupyterhub.md"):
+        assert re.search(rf"^\s*-\s+[^:\n]+:\s+{name}\s*$", nav, re.M), f"{name} is not in the nav"
+    hub_page = (COURSE / "jupyterhub.md").read_text(encoding="utf-8")
+    assert "](class.md)" in hub_page and "nbgrader submit" in hub_page
     page = (COURSE / "class.md").read_text(encoding="utf-8")
+    assert "](jupyterhub.md)" in page, (
+        "the release's class page does not lead to the JupyterHub one"
+    )
     for said in (
         "pip install -r requirements.txt",
         "--no-deps",
