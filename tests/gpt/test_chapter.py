@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.release_folders import block_beside_attention
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "course").rglob("*.md"))
@@ -122,6 +123,29 @@ def test_without_a_reference_the_stubs_stay_and_the_line_says_so(tmp_path) -> No
     assert line.startswith("gpt.chapter: your lessons (exercises); not done yet, so they raise")
     assert "tokens" not in line and "windows (all)" in line
     assert works == "True" and stub.startswith("stub: ")
+
+
+def test_in_a_release_folder_an_earlier_lesson_is_the_students_own_from_its_folder(
+    tmp_path,
+) -> None:
+    """The chapters' code run in the block lesson's release folder (no reference there): lesson
+    4's functions are the student's own from the attention folder beside it, and the line says
+    so; the lessons not written anywhere yet raise until they are."""
+    block = block_beside_attention(tmp_path) / "block"
+    code = (
+        "import torch\n"
+        "from gpt.chapter.block import attention, self_attention\n"
+        "C = 4\n"
+        "p = {'c_attn.weight': torch.randn(3 * C, C), 'c_proj.weight': torch.eye(C)}\n"
+        "print(attention.__module__)\n"
+        "print(tuple(self_attention(torch.randn(1, 3, C), p, 2).shape))\n"
+    )
+    done = run(NO_REFERENCE + code, block)
+    assert done.returncode == 0, done.stderr
+    line, module, shape = done.stdout.splitlines()
+    assert "; from your other lesson folders: attention (all);" in line
+    assert "so they raise until you write them: tokens (all); embeddings (all)" in line
+    assert module == "_lesson_folder_attention.attention" and shape == "(1, 3, 4)"
 
 
 def test_at_build_time_the_chapters_get_the_reference() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from support.release_folders import block_beside_attention
+
 from gpt.lessons import fill_in, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,30 +27,6 @@ def test_a_stub_is_replaced_wherever_another_lesson_imported_it(tmp_path: Path) 
     assert sorted(mine) == sorted(yours + fallbacks) and none == []
 
 
-IGNORED = shutil.ignore_patterns("__pycache__")
-
-
-def _release_folders(tmp_path: Path) -> Path:
-    """A students' release as instructor/release.py lays it out, without the reference: the
-    block lesson's folder (its package, gpt/, core/ and the manifest) and lesson 4's folder, in
-    which the student wrote attention; lesson 2 is not there yet."""
-    root = Path(__file__).resolve().parents[2]
-    release = tmp_path / "release"
-    for slug in ("block", "attention"):
-        folder = release / slug
-        shutil.copytree(root / "exercises", folder / "exercises")
-        shutil.copytree(root / "gpt", folder / "gpt", ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(
-            root / "core", folder / "core", ignore=shutil.ignore_patterns("__pycache__")
-        )
-        (folder / "course").mkdir()
-        shutil.copyfile(root / "course" / "lessons.toml", folder / "course" / "lessons.toml")
-    shutil.copyfile(root / "solutions" / "block.py", release / "block" / "exercises" / "block.py")
-    attention = release / "attention" / "exercises" / "attention.py"
-    shutil.copyfile(root / "solutions" / "attention.py", attention)
-    return release
-
-
 def test_in_the_release_an_earlier_lesson_comes_from_its_own_folder_or_says_where(tmp_path):
     """Running the block lesson's code in its release folder: attention is the student's own
     from the attention folder beside it; lookup, not written anywhere yet, raises one line that
@@ -57,7 +35,7 @@ def test_in_the_release_an_earlier_lesson_comes_from_its_own_folder_or_says_wher
     import subprocess
     import sys
 
-    release = _release_folders(tmp_path)
+    release = block_beside_attention(tmp_path)
     script = """
 import torch
 from gpt.lessons import fill_in, load
