@@ -87,18 +87,24 @@ def test_a_student_run_uses_their_functions_and_the_reference_for_the_rest(tmp_p
     assert rest == ["exercises.attention solutions.block", "exercises.attention", "exercises"]
 
 
+# The chapters' self_attention on a 4-wide, 2-head toy: prints the output's shape.
+SELF_ATTENTION_SHAPE = (
+    "import torch\n"
+    "from gpt.chapter.block import self_attention\n"
+    "C = 4\n"
+    "p = {'c_attn.weight': torch.randn(3 * C, C), 'c_proj.weight': torch.eye(C)}\n"
+    "print(tuple(self_attention(torch.randn(1, 3, C), p, 2).shape))\n"
+)
+
+
 def test_a_stub_is_filled_where_the_students_other_modules_imported_it(tmp_path) -> None:
     """exercises/block.py imports ``attention`` from its own package: a stub there is the
     reference's in block too, so the student's finished block runs."""
     tree = _student(tmp_path, {"block": "block"})
     code = (
-        "import torch\n"
         "from gpt.chapter.block import self_attention\n"
         "import exercises.block\n"
-        "print(exercises.block.attention.__module__)\n"
-        "C = 4\n"
-        "p = {'c_attn.weight': torch.randn(3 * C, C), 'c_proj.weight': torch.eye(C)}\n"
-        "print(tuple(self_attention(torch.randn(1, 3, C), p, 2).shape))\n"
+        "print(exercises.block.attention.__module__)\n" + SELF_ATTENTION_SHAPE
     )
     done = run(code, tree)
     assert done.returncode == 0, done.stderr
@@ -133,12 +139,8 @@ def test_in_a_release_folder_an_earlier_lesson_is_the_students_own_from_its_fold
     so; the lessons not written anywhere yet raise until they are."""
     block = block_beside_attention(tmp_path) / "block"
     code = (
-        "import torch\n"
-        "from gpt.chapter.block import attention, self_attention\n"
-        "C = 4\n"
-        "p = {'c_attn.weight': torch.randn(3 * C, C), 'c_proj.weight': torch.eye(C)}\n"
-        "print(attention.__module__)\n"
-        "print(tuple(self_attention(torch.randn(1, 3, C), p, 2).shape))\n"
+        "from gpt.chapter.block import attention\n"
+        "print(attention.__module__)\n" + SELF_ATTENTION_SHAPE
     )
     done = run(NO_REFERENCE + code, block)
     assert done.returncode == 0, done.stderr
