@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import html
 import io
 import re
 import token
@@ -240,60 +239,35 @@ def compare(course: Course, lesson: str, to: Path | None = None) -> tuple[Path, 
     return path, pairs
 
 
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem;
-       color: #222; }
-.notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6rem 1rem; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
-th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd; }
-td.n { text-align: right; }
-.side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
-.side > div { overflow-x: auto; min-width: 0; }
-pre { font-size: .8rem; line-height: 1.3; }
-mark { background: #ffd8a8; }
-"""
-
-
 def render_html(lesson: str, sources: dict[str, str], pairs: list[Pair]) -> str:
-    e = html.escape
+    """The page, from ``templates/similarity.html``: the pairs, most similar first (the flagged
+    ones and at least ten), then each flagged pair side by side, its shared lines marked."""
+    from .rendering import render
+
     flagged = [p for p in pairs if p.share >= DISPLAY_AT]
-    out = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>Similar submissions of {e(lesson)} (instructors only)</title>",
-        f"<style>{STYLE}</style></head><body>",
-        f"<h1>Similar submissions of {e(lesson)}</h1>",
-        "<p class='notice' id='instructors-only'><strong>For instructors only.</strong> It "
-        "names students. A high score is a reason to read both submissions, not proof.</p>",
-        "<h2>How to read the percentages</h2><p>A pair's score is the part of the two "
-        "submissions' code that they have in common and few others have. Names, literals, "
-        "comments, layout and statements that do nothing are ignored, and so is the released "
-        "stub; a passage two students share counts fully, one that <i>n</i> students share "
-        "counts 1 for each pair of them, 2/(<i>n</i>(<i>n</i>&minus;1)), so what every "
-        "correct solution writes the same way counts next to nothing. 100% means identical "
-        "but for names and no-ops, and unlike anyone else's; a few lines are never a large "
-        f"share. Pairs at {DISPLAY_AT:.0%} or more are flagged and shown side by side, the "
-        "shared lines marked.</p>",
-        f"<p>{len(sources)} submissions, {len(pairs)} pairs, {len(flagged)} flagged.</p>",
-        "<table><tr><th>#</th><th>students</th><th class='n'>score</th></tr>",
-    ]
-    for number, pair in enumerate(pairs[: max(len(flagged), 10)], start=1):
-        who = f"{e(pair.first)} and {e(pair.second)}"
-        if pair.share >= DISPLAY_AT:
-            who = f"<a href='#pair-{number}'>{who}</a>"
-        out.append(f"<tr><td>{number}</td><td>{who}</td><td class='n'>{pair.share:.0%}</td></tr>")
-    out.append("</table>")
-    for number, pair in enumerate(flagged, start=1):
-        out.append(
-            f"<section id='pair-{number}'><h2>{number}. {e(pair.first)} and {e(pair.second)}: "
-            f"{pair.share:.0%}</h2><div class='side'>"
-        )
-        for student in (pair.first, pair.second):
-            marked = set(pair.lines.get(student, []))
-            lines = "\n".join(
-                f"<mark>{e(line)}</mark>" if n in marked else e(line)
-                for n, line in enumerate(sources[student].splitlines(), start=1)
-            )
-            out.append(f"<div><h3>{e(student)}</h3><pre>{lines}</pre></div>")
-        out.append("</div></section>")
-    out.append("</body></html>\n")
-    return "\n".join(out)
+    return render(
+        "similarity.html",
+        lesson=lesson,
+        submissions=len(sources),
+        pairs=pairs,
+        listed=pairs[: max(len(flagged), 10)],
+        flagged=[
+            {
+                "first": pair.first,
+                "second": pair.second,
+                "share": pair.share,
+                "sides": [
+                    (student, _marked(sources[student], pair.lines.get(student, [])))
+                    for student in (pair.first, pair.second)
+                ],
+            }
+            for pair in flagged
+        ],
+        display_at=DISPLAY_AT,
+    )
+
+
+def _marked(source: str, shared: list[int]) -> list[tuple[str, bool]]:
+    """Each line of a submission, with whether the pair shares it."""
+    marked = set(shared)
+    return [(line, n in marked) for n, line in enumerate(source.splitlines(), start=1)]

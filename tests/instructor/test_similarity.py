@@ -324,3 +324,15 @@ def test_report_explains_its_percentages_and_escapes_the_code(tmp_path):
     assert "<script>alert" not in page and "&lt;script&gt;" in page
     assert page.count("<section id='pair-") == 2
     assert "<mark>" in page
+
+
+def test_a_students_name_and_code_are_escaped_in_the_page():
+    from instructor.similarity import Pair, render_html
+
+    hostile = "<script>alert('x')</script> & co"
+    sources = {hostile: f"x = 1  # {hostile}\ny = 2\n", "bea": "x = 1\n"}
+    page = render_html("attention", sources, [Pair(hostile, "bea", 0.9, {hostile: [1]})])
+    assert "<script>" not in page and "& co" not in page
+    escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co"
+    assert f"<mark>x = 1  # {escaped}</mark>\ny = 2</pre>" in page  # the code's lines as written
+    assert f"<h3>{escaped}</h3>" in page and f"{escaped} and bea</a>" in page
