@@ -80,8 +80,9 @@ class Outcome:
     lesson: str
     graded: bool = False  # the harness produced a report
     recorded: bool = False  # the gradebook holds the grades
-    points: float = 0.0
+    points: float = 0.0  # as grades.csv has them: the late penalty taken
     max_points: float = 0.0
+    raw: float | None = None  # before the late penalty (None: not recorded)
     seconds: float = 0.0  # the grading run's wall time
     recording: float = 0.0  # this submission's share of its batch's recording time
     notes: list[str] = field(default_factory=list)
@@ -644,9 +645,10 @@ def _record(recorder: Recorder, ready: list[Graded], outcomes: dict) -> None:
         outcomes[(graded.student, graded.lesson)].recording = share
     for job, error in errors.items():
         outcomes[job].notes.append(f"recording failed: {one_line(error)}")
-    for job, (points, most) in scores.items():
+    for job, (points, most, raw) in scores.items():
         outcome = outcomes[job]
-        outcome.points, outcome.max_points, outcome.recorded = points, most, True
+        outcome.points, outcome.max_points, outcome.raw = points, most, raw
+        outcome.recorded = True
 
 
 class _Progress:
@@ -697,6 +699,8 @@ class _Progress:
 
     def recorded(self, outcome: Outcome) -> None:
         line = f"{outcome.student}/{outcome.lesson}: {outcome.points:g} of {outcome.max_points:g}"
+        if outcome.raw is not None and outcome.raw > outcome.points:  # a late penalty took some
+            line += f" (raw {outcome.raw:g}, late -{outcome.raw - outcome.points:g})"
         if not outcome.recorded:  # a grading that failed (a killed worker): no score to show
             line = f"{outcome.student}/{outcome.lesson}: not graded"
         if outcome.notes:

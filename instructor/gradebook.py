@@ -161,11 +161,13 @@ class Recorder:
 
     def record_batch(
         self, batch: Iterable[Graded]
-    ) -> tuple[dict[tuple[str, str], tuple[float, float]], dict[tuple[str, str], BaseException]]:
-        """Record every submission of ``batch`` in one transaction. Returns (points, max) per
-        recorded (student, lesson), and the error of each that could not be: when the
-        transaction fails, each submission is tried on its own, so one bad submission does not
-        keep the others out."""
+    ) -> tuple[
+        dict[tuple[str, str], tuple[float, float, float]], dict[tuple[str, str], BaseException]
+    ]:
+        """Record every submission of ``batch`` in one transaction. Returns (points, max, raw)
+        per recorded (student, lesson), points after the late penalty and raw before it, and
+        the error of each that could not be: when the transaction fails, each submission is
+        tried on its own, so one bad submission does not keep the others out."""
         batch = list(batch)
         try:
             scores = {(g.student, g.lesson): self._record(g) for g in batch}
@@ -182,7 +184,7 @@ class Recorder:
             errors.update(failed)
         return scores, errors
 
-    def _record(self, graded: Graded) -> tuple[float, float]:
+    def _record(self, graded: Graded) -> tuple[float, float, float]:
         from nbgrader.api import Student, SubmittedAssignment
         from nbgrader.utils import parse_utc
 
@@ -220,7 +222,8 @@ class Recorder:
         # Sums the database computes, from the rows just written.
         db.expire(submission, ["score", "max_score", "late_submission_penalty"])
         penalty = float(submission.late_submission_penalty or 0)
-        return max(0.0, float(submission.score) - penalty), float(submission.max_score)
+        raw = float(submission.score)
+        return max(0.0, raw - penalty), float(submission.max_score), raw
 
     def has_history(self, student: str, lesson: str, fingerprint: str) -> bool:
         """Whether the per-check history holds this submission (its files' fingerprint)."""

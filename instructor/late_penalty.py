@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -30,12 +31,26 @@ def late_penalty_plugin(course: Course) -> Any:
         late = AssignLatePenalties(config=config)
         late.init_plugin()
     except Exception as error:  # noqa: BLE001 - a plugin class that cannot be loaded or made
-        raise SetupError(
-            f"the late-submission plugin cannot be loaded: {one_line(error)} (put its "
-            f"module in {course.root} or on PYTHONPATH, or fix c.AssignLatePenalties."
-            "plugin_class in your nbgrader_config.py)"
-        ) from None
+        raise SetupError(refusal(error, course)) from None
     finally:
         if added:
             sys.path.remove(str(course.root))
     return late.plugin_inst
+
+
+# traitlets names the object whose setting is wrong by its repr (`<nbgrader....AssignLatePenalties
+# object at 0x7f...>`): the class's name says the same to an instructor, without the address.
+_REPR = re.compile(r"<(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>")
+
+
+def refusal(error: BaseException, course: Course) -> str:
+    """Why the plugin cannot be made, in one line with the fix for the setting at fault."""
+    why = _REPR.sub(r"an \1", one_line(error))
+    if "penalty_method" in why:
+        fix = "set c.LateSubmissionPlugin.penalty_method to 'none' or 'zero'"
+    else:
+        fix = (
+            f"put the plugin's module in {course.root} or on PYTHONPATH, or fix "
+            "c.AssignLatePenalties.plugin_class"
+        )
+    return f"the late-submission plugin cannot be loaded: {why} ({fix} in your nbgrader_config.py)"

@@ -386,10 +386,22 @@ def test_a_failed_grading_shows_no_score_in_the_progress_lines(capsys):
 
     with _Progress(2) as bar:
         bar.recorded(Outcome("ann", LESSON, notes=["the grading run exited with status -9"]))
-        bar.recorded(Outcome("bob", LESSON, recorded=True, points=3, max_points=20))
+        bar.recorded(Outcome("bob", LESSON, recorded=True, points=3, max_points=20, raw=3))
     err = capsys.readouterr().err
     assert f"ann/{LESSON}: not graded  (the grading run exited with status -9)" in err
-    assert f"bob/{LESSON}: 3 of 20" in err and "0 of 0" not in err
+    assert f"bob/{LESSON}: 3 of 20\n" in err and "0 of 0" not in err
+
+
+def test_a_late_penalty_shows_in_the_progress_lines_beside_the_raw_points(capsys):
+    """The points as grades.csv has them, then the raw points and what the penalty took."""
+    from instructor.autograde import Outcome, _Progress
+
+    with _Progress(2) as bar:
+        bar.recorded(Outcome("ann", LESSON, recorded=True, points=0, max_points=20, raw=12.5))
+        bar.recorded(Outcome("cy", LESSON, recorded=True, points=15, max_points=20, raw=17))
+    err = capsys.readouterr().err
+    assert f"ann/{LESSON}: 0 of 20 (raw 12.5, late -12.5)\n" in err
+    assert f"cy/{LESSON}: 15 of 20 (raw 17, late -2)\n" in err
 
 
 def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):

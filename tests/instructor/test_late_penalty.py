@@ -50,6 +50,7 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     outcomes = grade("early", "late")
     assert 0 < outcomes["early"].points < outcomes["early"].max_points
     assert outcomes["late"].points == 0 and outcomes["late"].recorded
+    assert outcomes["late"].raw == outcomes["early"].points == outcomes["early"].raw
     with Gradebook(course.db_url) as gb:
         early, late = gb.find_submission(LESSON, "early"), gb.find_submission(LESSON, "late")
         assert early.total_seconds_late == 0 and not early.late_submission_penalty
@@ -93,3 +94,43 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     (config / "nbgrader_config.py").write_text("c.LateSubmissionPlugin.penalty_method = \n")
     with pytest.raises(SetupError, match=r"nbgrader_config\.py: SyntaxError.*fix or remove"):
         grade("late")
+
+
+@pytest.mark.parametrize(
+    ("setting", "said", "fix"),
+    [
+        ('plugin_class = "late.Missing"', "'late.Missing' could not be imported", "plugin_class"),
+        ('plugin_class = "late.NotAPlugin"', "subclass of", "plugin_class"),
+        ("plugin_class = 3", "not the int 3", "plugin_class"),
+    ],
+)
+def test_a_plugin_that_cannot_be_made_is_one_line_without_an_object_repr(
+    tmp_path, monkeypatch, setting, said, fix
+):
+    from instructor.course import Course
+    from instructor.errors import SetupError
+    from instructor.late_penalty import late_penalty_plugin
+
+    (tmp_path / "late.py").write_text("class NotAPlugin:\n    pass\n")
+    config = tmp_path / "jupyter"
+    config.mkdir()
+    (config / "nbgrader_config.py").write_text(f"c.AssignLatePenalties.{setting}\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    with pytest.raises(SetupError) as raised:
+        late_penalty_plugin(Course.at(tmp_path))
+    message = str(raised.value)
+    assert said in message and f"fix c.AssignLatePenalties.{fix}" in message, message
+    assert " object at 0x" not in message and "<" not in message and "\n" not in message
+
+
+def test_an_unknown_penalty_method_names_the_methods_there_are(tmp_path, monkeypatch):
+    from instructor.course import Course
+    from instructor.errors import SetupError
+    from instructor.late_penalty import late_penalty_plugin
+
+    config = tmp_path / "jupyter"
+    config.mkdir()
+    (config / "nbgrader_config.py").write_text('c.LateSubmissionPlugin.penalty_method = "half"\n')
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    with pytest.raises(SetupError, match=r"'half'.*penalty_method to 'none' or 'zero'"):
+        late_penalty_plugin(Course.at(tmp_path))
