@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 
 import pytest
 from support.extras import require_extra
@@ -99,8 +100,8 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
 @pytest.mark.parametrize(
     ("setting", "said", "fix"),
     [
-        ('plugin_class = "late.Missing"', "'late.Missing' could not be imported", "plugin_class"),
-        ('plugin_class = "late.NotAPlugin"', "subclass of", "plugin_class"),
+        ('plugin_class = "nowhere.Missing"', "'nowhere.Missing' could not be", "plugin_class"),
+        ('plugin_class = "not_a_plugin.NotAPlugin"', "subclass of", "plugin_class"),
         ("plugin_class = 3", "not the int 3", "plugin_class"),
     ],
 )
@@ -111,7 +112,9 @@ def test_a_plugin_that_cannot_be_made_is_one_line_without_an_object_repr(
     from instructor.errors import SetupError
     from instructor.late_penalty import late_penalty_plugin
 
-    (tmp_path / "late.py").write_text("class NotAPlugin:\n    pass\n")
+    # a module name of its own: the test above imported a late.py already
+    (tmp_path / "not_a_plugin.py").write_text("class NotAPlugin:\n    pass\n")
+    monkeypatch.delitem(sys.modules, "not_a_plugin", raising=False)
     config = tmp_path / "jupyter"
     config.mkdir()
     (config / "nbgrader_config.py").write_text(f"c.AssignLatePenalties.{setting}\n")
