@@ -8,8 +8,12 @@ Each student's newest submission of the lesson's module is compared with every o
    same; statements that do nothing (``pass``, a bare expression or docstring, ``x = x``,
    ``x += 0``, an assignment to a name never read) are left out, so a copy padded with no-ops
    reads the same.
-2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint; those of the
-   released stub (the boilerplate every student starts from) are dropped.
+2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint. What every
+   student has read is no evidence (:class:`Taught`): the statements of the released stub and
+   of the course's own code (each reference solution, each chapter's example:
+   :func:`course_code`) are left out, then the runs they hold dropped, so two correct answers
+   written apart in the chapter's idioms, in the order the algorithm sets, share next to
+   nothing.
 3. *Weighted by how few students share them.* A fingerprint two students share counts 1, one
    that ``n`` share counts 1 for each pair of them, ``2 / (n (n - 1))``: what every correct
    solution writes the same way (a one-line ``causal_mask``) counts next to nothing.
@@ -32,13 +36,13 @@ import re
 import token
 import tokenize
 from collections import Counter
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
 from core.atomic import atomic_write_bytes
-from core.manifest import load_manifest
+from core.manifest import ROOT, load_manifest
 
 from .autograde import STUDENT_ID
 from .course import PACKAGE, Course
@@ -48,6 +52,8 @@ K = 8  # normalised tokens per fingerprint: about half a line of code
 MIN_FINGERPRINTS = 24  # a pair's score is out of at least this many (a few lines of code)
 DISPLAY_AT = 0.3  # pairs scoring at least this are flagged and shown side by side
 NAME, LITERAL = "V", "L"
+STRUCTURE = frozenset(";{}")  # the normalised tokens that end a statement, open and close a block
+CODE_BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.M | re.S)  # a chapter's example
 _IDENTITY = {ast.Add: 0, ast.Sub: 0, ast.Mult: 1, ast.Div: 1, ast.FloorDiv: 1, ast.Pow: 1}
 
 
@@ -178,16 +184,78 @@ def normalise(source: str, kept: Set[str] = frozenset()) -> list[tuple[str, int]
     return out
 
 
-def fingerprints(source: str, stub: str = "") -> Fingerprints:
-    """The fingerprints of a submission (runs of :data:`K` normalised tokens) that the stub
-    does not have, each with the first and last line it covers."""
+@dataclass(frozen=True)
+class Taught:
+    """Code every student has read (the stub, :func:`course_code`), normalised: its statements
+    and its fingerprints. What a submission shares with it is no sign of copying."""
+
+    statements: frozenset[tuple[str, ...]] = frozenset()
+    grams: frozenset[tuple[str, ...]] = frozenset()
+
+    @classmethod
+    def of(cls, texts: Iterable[str], kept: Set[str] = frozenset()) -> Taught:
+        statements: set[tuple[str, ...]] = set()
+        grams: set[tuple[str, ...]] = set()
+        for text in texts:
+            tokens = normalise(text, kept)
+            statements |= {tuple(tokens[at][0] for at in s) for s in _statements(tokens)}
+            grams |= set(_grams(tokens))
+        return cls(frozenset(statements), frozenset(grams))
+
+
+def fingerprints(source: str, stub: str = "", taught: Taught | None = None) -> Fingerprints:
+    """The fingerprints of a submission (runs of :data:`K` normalised tokens), each with the
+    first and last line it covers, but for what ``taught`` holds (by default the stub's): its
+    statements are left out (two honest solutions follow the same idioms in the order the
+    algorithm sets, and share the runs across them), then its runs dropped (a statement
+    written as the course writes it but for a part)."""
     kept = public_names(stub)
-    common = set(_grams(normalise(stub, kept))) if stub else set()
+    taught = taught if taught is not None else Taught.of([stub], kept)
     found: dict[tuple[str, ...], tuple[int, int]] = {}
-    for gram, span in _grams(normalise(source, kept)).items():
-        if gram not in common:
+    for gram, span in _grams(_untaught(normalise(source, kept), taught.statements)).items():
+        if gram not in taught.grams and not STRUCTURE.issuperset(gram):
             found.setdefault(gram, span)
     return Fingerprints(found)
+
+
+def _statements(tokens: list[tuple[str, int]]) -> list[list[int]]:
+    """The normalised tokens' statements, each as the indices of its tokens (the structure
+    tokens between them, ``;`` ``{`` ``}``, belong to none)."""
+    found: list[list[int]] = [[]]
+    for at, (text, _line) in enumerate(tokens):
+        if text in STRUCTURE:
+            found.append([])
+        else:
+            found[-1].append(at)
+    return [statement for statement in found if statement]
+
+
+def _untaught(tokens: list[tuple[str, int]], taught: Set[tuple[str, ...]]) -> list[tuple[str, int]]:
+    """The tokens without the statements ``taught`` holds: what is left is what the student
+    wrote otherwise than the course shows it. The structure around a statement left out goes
+    with it, so two submissions do not match on their gaps alone."""
+    if not taught:
+        return tokens
+    gone = {
+        at for s in _statements(tokens) if tuple(tokens[at][0] for at in s) in taught for at in s
+    }
+    kept: list[tuple[str, int]] = []
+    for at, item in enumerate(tokens):
+        if at in gone or (item[0] == ";" and kept and kept[-1][0] in STRUCTURE):
+            continue
+        kept.append(item)
+    return kept
+
+
+def course_code() -> list[str]:
+    """The code the course shows every student: each lesson's reference solution (a correct
+    answer is often one of few ways to write it: its unavoidable lines) and every Python example
+    of the chapters (where the idioms are taught). Two honest solutions share these statements
+    because both students read them, not because one copied the other."""
+    code = [path.read_text("utf-8") for path in sorted((ROOT / "solutions").glob("*.py"))]
+    for page in sorted((ROOT / "course" / "chapters").glob("*.md")):
+        code += CODE_BLOCK.findall(page.read_text("utf-8"))
+    return code
 
 
 def _grams(tokens: list[tuple[str, int]]) -> dict[tuple[str, ...], tuple[int, int]]:
@@ -198,9 +266,12 @@ def _grams(tokens: list[tuple[str, int]]) -> dict[tuple[str, ...], tuple[int, in
     return grams
 
 
-def rank(sources: dict[str, str], stub: str = "") -> list[Pair]:
-    """Every pair of submissions (student -> source), most similar first."""
-    prints = {student: fingerprints(source, stub) for student, source in sources.items()}
+def rank(sources: dict[str, str], stub: str = "", taught: Iterable[str] = ()) -> list[Pair]:
+    """Every pair of submissions (student -> source), most similar first; what they share with
+    the stub and ``taught`` (code every student has read: :func:`course_code`) counts for no
+    pair (see :func:`fingerprints`)."""
+    known = Taught.of([stub, *taught], public_names(stub))
+    prints = {s: fingerprints(source, stub, known) for s, source in sources.items()}
     shared_by = Counter(gram for found in prints.values() for gram in found.lines)
     pairs = []
     for first, second in combinations(sorted(prints), 2):
@@ -233,7 +304,7 @@ def compare(course: Course, lesson: str, to: Path | None = None) -> tuple[Path, 
         s: (course.submitted / s / lesson / PACKAGE / module).read_text(errors="replace")
         for s in students
     }
-    pairs = rank(sources, stub.read_text() if stub.is_file() else "")
+    pairs = rank(sources, stub.read_text() if stub.is_file() else "", course_code())
     path = Path(to or course.root / "reports") / f"similarity-{lesson}.html"
     atomic_write_bytes(path, render_html(lesson, sources, pairs).encode("utf-8"))
     return path, pairs
