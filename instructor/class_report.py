@@ -41,6 +41,7 @@ from graders.hints import TIMED_OUT
 from .course import COURSE_ID, Course
 from .export import write_csv
 from .gradebook import HARNESS_MISTAKES, HISTORY, NOT_IMPLEMENTED_KEY, UNNAMED
+from .late_penalty import after_penalty
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
 RETEACH = 10  # mistakes listed under "what to re-teach"
@@ -166,7 +167,7 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
             max_points[assignment.name] = most
             for sub in assignment.submissions:
                 raw = float(sub.score)
-                points = max(0.0, raw - float(sub.late_submission_penalty or 0))
+                points = after_penalty(raw, sub.late_submission_penalty)
                 scores[assignment.name].append(points)
                 students.setdefault(sub.student.id, {})[assignment.name] = Score(points, most, raw)
         HISTORY.create(gb.engine, checkfirst=True)

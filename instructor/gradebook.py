@@ -48,6 +48,7 @@ from graders.notebook import render, with_cause
 from graders.report import printable
 
 from .course import COURSE_ID, PACKAGE, Course
+from .late_penalty import after_penalty, penalty
 
 CALL = re.compile(r"""check\(\s*["']([\w.-]+)["']\s*,\s*["']([\w.-]+)["']\s*\)""")
 HISTORY = Table(
@@ -221,9 +222,9 @@ class Recorder:
         self._history(graded, timestamp, rows)
         # Sums the database computes, from the rows just written.
         db.expire(submission, ["score", "max_score", "late_submission_penalty"])
-        penalty = float(submission.late_submission_penalty or 0)
         raw = float(submission.score)
-        return max(0.0, raw - penalty), float(submission.max_score), raw
+        points = after_penalty(raw, submission.late_submission_penalty)
+        return points, float(submission.max_score), raw
 
     def has_history(self, student: str, lesson: str, fingerprint: str) -> bool:
         """Whether the per-check history holds this submission (its files' fingerprint)."""
@@ -290,9 +291,8 @@ class Recorder:
             notebook.late_submission_penalty = None
             if late > 0:
                 self.gb.db.expire(notebook, ["score"])  # the sum of the grades just set
-                penalty = self.late_plugin.late_submission_penalty(student, notebook.score, late)
-                if penalty is not None:
-                    notebook.late_submission_penalty = min(max(penalty, 0), notebook.score)
+                taken = penalty(self.late_plugin, student, notebook.score, late)
+                notebook.late_submission_penalty = taken
         self.gb.db.flush()
 
     def _new_submission(self, assignment: Any, student: str) -> Any:

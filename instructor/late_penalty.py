@@ -12,6 +12,22 @@ from .course import Course
 from .errors import SetupError
 
 
+def penalty(plugin: Any, student: str, score: float, seconds_late: float) -> float | None:
+    """What the late policy takes from a submission this late, as nbgrader's
+    ``AssignLatePenalties`` decides it: nothing (None) unless it is past the due date, else the
+    plugin's penalty kept between 0 and the score. The one place a penalty is decided: the
+    gradebook's grades and collect's warning on undated zips both ask here."""
+    if seconds_late <= 0:
+        return None
+    taken = plugin.late_submission_penalty(student, score, seconds_late)
+    return None if taken is None else min(max(float(taken), 0.0), score)
+
+
+def after_penalty(score: float, taken: float | None) -> float:
+    """A submission's points as grades.csv has them: its score less the late penalty."""
+    return max(0.0, float(score) - float(taken or 0))
+
+
 def late_penalty_plugin(course: Course) -> Any:
     """nbgrader's late-submission plugin, configured as nbgrader's own commands would be by the
     instructor's ``nbgrader_config.py`` (or ``.json``) in Jupyter's config directories

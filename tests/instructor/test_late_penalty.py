@@ -137,3 +137,26 @@ def test_an_unknown_penalty_method_names_the_methods_there_are(tmp_path, monkeyp
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
     with pytest.raises(SetupError, match=r"'half'.*penalty_method to 'none' or 'zero'"):
         late_penalty_plugin(Course.at(tmp_path))
+
+
+def test_a_penalty_is_decided_in_one_place_as_nbgrader_decides_it():
+    """Nothing before the due date; after it the plugin's penalty, kept between 0 and the
+    score; the points after it never below 0."""
+    from instructor.late_penalty import after_penalty, penalty
+
+    class Asks:
+        def __init__(self, answer):
+            self.answer, self.asked = answer, []
+
+        def late_submission_penalty(self, student, score, seconds_late):
+            self.asked.append((student, score, seconds_late))
+            return self.answer
+
+    on_time = Asks(5)
+    assert penalty(on_time, "ann", 10.0, 0) is None and not on_time.asked
+    assert penalty(Asks(3), "ann", 10.0, 60) == 3
+    assert penalty(Asks(30), "ann", 10.0, 60) == 10  # never more than the score
+    assert penalty(Asks(-2), "ann", 10.0, 60) == 0
+    assert penalty(Asks(None), "ann", 10.0, 60) is None  # the plugin gives none
+    assert after_penalty(10.0, 3) == 7 and after_penalty(2.0, 5) == 0
+    assert after_penalty(4, None) == 4
