@@ -21,6 +21,14 @@ Two stages, overlapped:
    seed of the grade (``regrade --reproduce`` grades them again). A second ``autograde`` on the
    same course folder is kept off by a lock file, taken before anything is collected.
 
+The run, :func:`autograde`, is these steps, each a function of its own: *find the work*
+(:func:`find_jobs`, and :func:`changed_jobs` in the command), *plan* it (:func:`plan`: each
+submission's files, fingerprint, time and secret seed as a :class:`Task`; :func:`plan_attempts`:
+the earlier attempts), *grade* (:func:`engine_tasks` on the :class:`Engine`), *sort out* each
+batch of results (:func:`sort_out`) and *record* it (:func:`record`); the command then feeds
+back and exports. A submission's time is decided in :func:`submission_time` alone, the lock in
+:func:`course_lock`, a late penalty in :mod:`.late_penalty`.
+
 Only submissions new or changed since their grade are given (``changed_jobs``) unless all
 are asked for. A timeout, crash or hostile submission costs only the checks it affects (the
 harness fails those checks and goes on); a submission whose grading run died outright keeps
