@@ -21,6 +21,14 @@ Two stages, overlapped:
    seed of the grade (``regrade --reproduce`` grades them again). A second ``autograde`` on the
    same course folder is kept off by a lock file, taken before anything is collected.
 
+The run, :func:`autograde`, is these steps, each a function of its own: *find the work*
+(:func:`find_jobs`, and :func:`changed_jobs` in the command), *plan* it (:func:`plan`: each
+submission's files, fingerprint, time and secret seed as a :class:`Task`; :func:`plan_attempts`:
+the earlier attempts), *grade* (:func:`engine_tasks` on the :class:`Engine`), *sort out* each
+batch of results (:func:`sort_out`) and *record* it (:func:`record`); the command then feeds
+back and exports. A submission's time is decided in :func:`submission_time` alone, the lock in
+:func:`course_lock`, a late penalty in :mod:`.late_penalty`.
+
 Only submissions new or changed since their grade are given (``changed_jobs``) unless all
 are asked for. A timeout, crash or hostile submission costs only the checks it affects (the
 harness fails those checks and goes on); a submission whose grading run died outright keeps
@@ -80,8 +88,9 @@ class Outcome:
     lesson: str
     graded: bool = False  # the harness produced a report
     recorded: bool = False  # the gradebook holds the grades
-    points: float = 0.0
+    points: float = 0.0  # as grades.csv has them: the late penalty taken
     max_points: float = 0.0
+    raw: float | None = None  # before the late penalty (None: not recorded)
     seconds: float = 0.0  # the grading run's wall time
     recording: float = 0.0  # this submission's share of its batch's recording time
     notes: list[str] = field(default_factory=list)
@@ -164,7 +173,7 @@ def grade_one(
         return None
     graders = graders_digest()
     saved = save_result(results or course.results, student, lesson, digest, graded, graders)
-    stamp = _timestamp(course, student, lesson)
+    stamp = submission_time(course.submitted / student / lesson)
     gradings.graded(course.root, student, lesson, digest, stamp, graded["seed"], graders)
     return saved
 
@@ -244,9 +253,12 @@ def find_jobs(
     return jobs, problems
 
 
-def _timestamp(course: Course, student: str, lesson: str) -> str | None:
+def submission_time(folder: Path) -> str | None:
+    """When a submission was submitted: its folder's timestamp.txt as nbgrader reads it; None
+    when it has none or one nbgrader cannot read. The one place autograde decides a
+    submission's time: the grade, gradings.json and :func:`changed_jobs` take it from here."""
     try:
-        text = (course.submitted / student / lesson / "timestamp.txt").read_text().strip()
+        text = (folder / "timestamp.txt").read_text().strip()
     except OSError:
         return None
     try:
@@ -443,6 +455,56 @@ class Engine:
             yield batch
 
 
+# -- the run: find the work, grade it, record it ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """One grading to run: the files of a submission, or of an earlier attempt of it, as sent."""
+
+    student: str
+    lesson: str
+    digest: str  # the files' fingerprint
+    stamp: str | None  # when it was submitted (:func:`submission_time`)
+    files: dict[str, bytes] = field(repr=False)
+    seed: int | None = None  # the secret input seed, kept in gradings.json (None: an attempt's)
+    attempt: bool = False  # an earlier attempt collect kept: for the report's history only
+
+    @property
+    def job(self) -> tuple[str, str]:
+        return (self.student, self.lesson)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The engine's key for it (a Dask task's name): two files of one job differ in it."""
+        return (self.student, self.lesson, self.digest[:16])
+
+
+@dataclass
+class Run:
+    """One autograde: what each submission came to, the tasks by key, and the fingerprint of
+    the graders its grades are recorded as graded by."""
+
+    course: Course
+    outcomes: dict[tuple[str, str], Outcome]
+    graders: str
+    tasks: dict[tuple[str, str, str], Task] = field(default_factory=dict)
+
+    @property
+    def jobs(self) -> list[tuple[str, str]]:
+        return list(self.outcomes)
+
+
+@dataclass
+class Sorted:
+    """A batch of results sorted out: the submissions to record, the earlier attempts to add
+    to the history, and the submissions the batch finished (recorded or not)."""
+
+    ready: list[Graded] = field(default_factory=list)
+    attempts: list[Graded] = field(default_factory=list)
+    finished: list[tuple[str, str]] = field(default_factory=list)
+
+
 def autograde(
     course: Course,
     lessons: list[str] | None = None,
@@ -466,83 +528,122 @@ def autograde(
 
     if jobs is None:
         jobs, _ = find_jobs(course, lessons, students)
-    outcomes = {job: Outcome(*job) for job in jobs}
     if not jobs:
         return []
     course.check_gradebook({lesson for _, lesson in jobs})
-    grader = grader or grade_files
-    graders = graders_digest()  # what the grades are recorded as graded by
     with course_lock(course), _scratch(scheduler) as scratch:
-        base = {"sandbox": sandbox, "timeout": timeout, "scratch": scratch}
-        tasks: dict[Any, tuple[Callable, tuple, dict]] = {}
-        stamps: dict[tuple[str, str], str | None] = {}
-        for student, lesson in jobs:
-            outcome = outcomes[(student, lesson)]
-            outcome.notes += sanitize_submission(course, student, lesson)
-            files, digest = submission_files(course, student, lesson)
-            stamps[(student, lesson)] = _timestamp(course, student, lesson)
-            kwargs = {**base, "seed": secret_seed()}
-            tasks[(student, lesson, digest[:16])] = (grader, (lesson, files), kwargs)
-        digests = {key[:2]: key[2] for key in tasks}
-        with Recorder(course, site=course_site(course)) as recorder:
-            earlier = _attempt_tasks(course, jobs, recorder, tasks, grader, base)
-            with (
-                _Progress(len(jobs), enabled=progress) as bar,
-                Engine(engine, workers, scheduler, wait=wait, say=bar.say) as pool,
-            ):
-                for batch in pool.run(tasks):
-                    ready, attempts = [], []
-                    for key, result, error in batch:
-                        job: tuple[str, str] = key[:2]
-                        outcome = outcomes[job]
-                        if key in earlier:
-                            stamp, digest = earlier[key]
-                            if error is not None or result["error"]:
-                                why = one_line(error) if error is not None else result["error"]
-                                outcome.notes.append(f"earlier attempt ({stamp}): {why}")
-                            if error is None:
-                                attempts.append(Graded(*job, digest, result["report"], stamp))
-                            continue
-                        bar.graded("/".join(job))
-                        _files, digest = submission_files(course, *job)
-                        if error is not None or not graded_any(result["report"]):
-                            cause = (
-                                one_line(error)
-                                if error is not None
-                                else result["error"] or "the grading run graded no check"
-                            )
-                            _failed(course, outcome, digest, cause)
-                            continue
-                        outcome.graded = True
-                        outcome.seconds = result["seconds"]
-                        if result["error"]:
-                            outcome.notes.append(result["error"])
-                        if digest[:16] != digests[job]:
-                            outcome.notes.append("the submission changed while it was graded")
-                            outcome.graded = False
-                            continue
-                        save_result(course.results, *job, digest, result, graders)
-                        ready.append(
-                            Graded(*job, digest, result["report"], stamps[job], result["error"])
-                        )
-                    _record(recorder, ready, outcomes)
-                    for graded in ready:
-                        if outcomes[(graded.student, graded.lesson)].recorded:
-                            seed = tasks[(graded.student, graded.lesson, graded.fingerprint[:16])]
-                            gradings.graded(
-                                course.root,
-                                graded.student,
-                                graded.lesson,
-                                graded.fingerprint,
-                                graded.timestamp,
-                                seed[2]["seed"],
-                                graders,
-                            )
-                    _record_attempts(recorder, attempts, outcomes)
-                    for key, _result, _error in batch:
-                        if key not in earlier:
-                            bar.recorded(outcomes[key[:2]])
-    return [outcomes[job] for job in jobs]
+        run = plan(course, jobs)
+        options = {"sandbox": sandbox, "timeout": timeout, "scratch": scratch}
+        with (
+            Recorder(course, site=course_site(course)) as recorder,
+            _Progress(len(jobs), enabled=progress) as bar,
+            Engine(engine, workers, scheduler, wait=wait, say=bar.say) as pool,
+        ):
+            plan_attempts(run, recorder)
+            for batch in pool.run(engine_tasks(run, grader or grade_files, options)):
+                done = sort_out(run, batch)
+                for job in done.finished:
+                    bar.graded("/".join(job))
+                record(run, recorder, done)
+                for job in done.finished:
+                    bar.recorded(run.outcomes[job])
+    return [run.outcomes[job] for job in jobs]
+
+
+def plan(course: Course, jobs: list[tuple[str, str]]) -> Run:
+    """The work: each submission made safe to grade (:func:`sanitize_submission`, noted), its
+    files, their fingerprint, its time and a secret seed of its own."""
+    run = Run(course, {job: Outcome(*job) for job in jobs}, graders_digest())
+    for student, lesson in jobs:
+        run.outcomes[(student, lesson)].notes += sanitize_submission(course, student, lesson)
+        files, digest = submission_files(course, student, lesson)
+        stamp = submission_time(course.submitted / student / lesson)
+        task = Task(student, lesson, digest, stamp, files, seed=secret_seed())
+        run.tasks[task.key] = task
+    return run
+
+
+def plan_attempts(run: Run, recorder: Recorder) -> None:
+    """Add the earlier attempts collect kept for these submissions (see :mod:`.collect`) that
+    the history does not hold yet: they are graded for the class report's history only."""
+    from .collect import attempts
+
+    for student, lesson in run.jobs:
+        for folder in attempts(run.course, lesson, student):
+            files, digest = submission_files(run.course, student, lesson, folder)
+            task = Task(student, lesson, digest, submission_time(folder), files, attempt=True)
+            if task.key in run.tasks or recorder.has_history(student, lesson, digest):
+                continue  # the submission itself, or an attempt graded before
+            run.tasks[task.key] = task
+
+
+def engine_tasks(
+    run: Run, grader: Callable[..., dict[str, Any]], options: dict[str, Any]
+) -> dict[tuple[str, str, str], tuple[Callable, tuple, dict]]:
+    """What the engine runs for each task, in the order planned: the grader on its files, with
+    the submission's seed (an attempt's grader draws one of its own)."""
+    return {
+        key: (
+            grader,
+            (task.lesson, task.files),
+            options if task.seed is None else {**options, "seed": task.seed},
+        )
+        for key, task in run.tasks.items()
+    }
+
+
+def sort_out(run: Run, batch: list[tuple[Any, Any, BaseException | None]]) -> Sorted:
+    """Decide what each result of a batch is: an attempt for the history; a grading that
+    failed by the grader's doing (recorded as failed, the grade left alone); a submission
+    that changed while it was graded (not recorded); else a grade to record, its report
+    saved in results/."""
+    done = Sorted()
+    for key, result, error in batch:
+        task = run.tasks[key]
+        outcome = run.outcomes[task.job]
+        why = one_line(error) if error is not None else (result["error"] or None)
+        if task.attempt:
+            if why:
+                outcome.notes.append(f"earlier attempt ({task.stamp}): {why}")
+            if error is None:
+                done.attempts.append(Graded(*task.job, task.digest, result["report"], task.stamp))
+            continue
+        done.finished.append(task.job)
+        _files, digest = submission_files(run.course, *task.job)  # as it is now
+        if error is not None or not graded_any(result["report"]):
+            _failed(run.course, outcome, digest, why or "the grading run graded no check")
+            continue
+        outcome.graded = True
+        outcome.seconds = result["seconds"]
+        if result["error"]:
+            outcome.notes.append(result["error"])
+        if digest != task.digest:
+            outcome.notes.append("the submission changed while it was graded")
+            outcome.graded = False
+            continue
+        save_result(run.course.results, *task.job, digest, result, run.graders)
+        done.ready.append(Graded(*task.job, digest, result["report"], task.stamp, result["error"]))
+    return done
+
+
+def record(run: Run, recorder: Recorder, done: Sorted) -> None:
+    """Record a batch's grades in the gradebook in one transaction, keep each recorded grade's
+    files and seed in gradings.json (for ``regrade --reproduce``), then add the attempts to
+    the history."""
+    _record(recorder, done.ready, run.outcomes)
+    for graded in done.ready:
+        task = run.tasks[(graded.student, graded.lesson, graded.fingerprint[:16])]
+        if run.outcomes[task.job].recorded and task.seed is not None:  # a submission's: it has one
+            gradings.graded(
+                run.course.root,
+                graded.student,
+                graded.lesson,
+                graded.fingerprint,
+                graded.timestamp,
+                task.seed,
+                run.graders,
+            )
+    _record_attempts(recorder, done.attempts, run.outcomes)
 
 
 def _failed(course: Course, outcome: Outcome, digest: str, cause: str) -> None:
@@ -579,7 +680,7 @@ def changed_jobs(
     graders = graders_digest()
     for student, lesson in jobs:
         _files, digest = submission_files(course, student, lesson)
-        stamp = _timestamp(course, student, lesson)
+        stamp = submission_time(course.submitted / student / lesson)
         if gradings.is_current(course.root, student, lesson, digest, stamp, graders):
             current.append((student, lesson))
         else:
@@ -595,31 +696,6 @@ def graded_by_other_graders(course: Course, jobs: list[tuple[str, str]]) -> list
         for job in jobs
         if (gradings.entry(course.root, *job) or {}).get("graders") not in (None, graders)
     ]
-
-
-def _attempt_tasks(
-    course: Course,
-    jobs: list[tuple[str, str]],
-    recorder: Recorder,
-    tasks: dict[Any, tuple[Callable, tuple, dict]],
-    grader: Callable[..., dict[str, Any]],
-    kwargs: dict[str, Any],
-) -> dict[tuple[str, str, str], tuple[str | None, str]]:
-    """Add to ``tasks`` the earlier attempts collect kept for these submissions (see
-    :mod:`.collect`) that the history does not hold yet; returns their (timestamp,
-    fingerprint) by task key. They are graded for the class report's history only."""
-    from .collect import attempts, read_stamp
-
-    earlier = {}
-    for student, lesson in jobs:
-        for folder in attempts(course, lesson, student):
-            files, digest = submission_files(course, student, lesson, folder)
-            key = (student, lesson, digest[:16])
-            if key in tasks or recorder.has_history(student, lesson, digest):
-                continue  # the submission itself, or an attempt graded before
-            tasks[key] = (grader, (lesson, files), kwargs)
-            earlier[key] = (read_stamp(folder), digest)
-    return earlier
 
 
 def _record_attempts(recorder: Recorder, attempts: list[Graded], outcomes: dict) -> None:
@@ -644,9 +720,10 @@ def _record(recorder: Recorder, ready: list[Graded], outcomes: dict) -> None:
         outcomes[(graded.student, graded.lesson)].recording = share
     for job, error in errors.items():
         outcomes[job].notes.append(f"recording failed: {one_line(error)}")
-    for job, (points, most) in scores.items():
+    for job, (points, most, raw) in scores.items():
         outcome = outcomes[job]
-        outcome.points, outcome.max_points, outcome.recorded = points, most, True
+        outcome.points, outcome.max_points, outcome.raw = points, most, raw
+        outcome.recorded = True
 
 
 class _Progress:
@@ -697,6 +774,8 @@ class _Progress:
 
     def recorded(self, outcome: Outcome) -> None:
         line = f"{outcome.student}/{outcome.lesson}: {outcome.points:g} of {outcome.max_points:g}"
+        if outcome.raw is not None and outcome.raw > outcome.points:  # a late penalty took some
+            line += f" (raw {outcome.raw:g}, late -{outcome.raw - outcome.points:g})"
         if not outcome.recorded:  # a grading that failed (a killed worker): no score to show
             line = f"{outcome.student}/{outcome.lesson}: not graded"
         if outcome.notes:

@@ -26,7 +26,6 @@ is written only to the course folder, never into release/ or feedback/.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from collections import defaultdict
@@ -42,10 +41,10 @@ from graders.hints import TIMED_OUT
 from .course import COURSE_ID, Course
 from .export import write_csv
 from .gradebook import HARNESS_MISTAKES, HISTORY, NOT_IMPLEMENTED_KEY, UNNAMED
+from .late_penalty import after_penalty
 
 STUCK_AFTER = 2  # distinct submissions in a row failing the same check
 RETEACH = 10  # mistakes listed under "what to re-teach"
-NOT_SUBMITTED = "&ndash;"  # a lesson's cell in the students' table, explained above it
 IMPORT_FAILED = "import-failed"  # mistakes.csv's name for a module that failed to import
 NOT_TAUGHT = {NOT_IMPLEMENTED_KEY, "not-graded"}  # failures that are no mistake to re-teach
 MISTAKE_WORDS = {
@@ -168,7 +167,7 @@ def gather(course: Course, manifest: Manifest | None = None) -> ClassReport:
             max_points[assignment.name] = most
             for sub in assignment.submissions:
                 raw = float(sub.score)
-                points = max(0.0, raw - float(sub.late_submission_penalty or 0))
+                points = after_penalty(raw, sub.late_submission_penalty)
                 scores[assignment.name].append(points)
                 students.setdefault(sub.student.id, {})[assignment.name] = Score(points, most, raw)
         HISTORY.create(gb.engine, checkfirst=True)
@@ -330,209 +329,84 @@ def plot_failures(stats: list[CheckStats], title: str) -> str:
 
 # -- the files -------------------------------------------------------------------------------
 
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
-       color: #222; }
-.notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6rem 1rem; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; width: 100%; }
-th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd;
-         vertical-align: top; }
-th.n, td.n { text-align: right; }
-td.n, td.id { white-space: nowrap; }
-td { overflow-wrap: anywhere; }
-td.missing { color: #888; }
-.scroll { overflow-x: auto; }  /* a wide table scrolls in its place, never widens the page */
-img { max-width: 100%; }
-"""
-
 
 def render_html(report: ClassReport, manifest: Manifest) -> str:
-    e = html.escape
-    out = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        "<title>What the class gets wrong (instructors only)</title>",
-        f"<style>{STYLE}</style></head><body>",
-        "<h1>What the class gets wrong</h1>",
-        "<p class='notice' id='instructors-only'><strong>For instructors only.</strong> This "
-        "report names the hidden checks and what they test: do not share it with students.</p>",
-    ]
-    if not report.lessons:
-        out.append("<p>No lesson has been autograded yet.</p>")
-    if report.unsubmitted:
-        out.append(
-            "<p class='missing' id='unsubmitted'>Nobody has submitted (left out): "
-            + e(", ".join(f"{lesson.number}. {lesson.slug}" for lesson in report.unsubmitted))
-            + "</p>"
-        )
-    out += reteach_section(report, manifest)
-    out += flagged_section(report)
-    for lesson in report.lessons:
-        out += lesson_section(report, manifest, lesson)
-    out += student_table(report)
-    out.append("<section id='stuck'><h2>Students who are stuck</h2>")
-    if report.stuck:
-        out.append(
-            f"<p>Failing the same check in their last {STUCK_AFTER} submissions or more.</p>"
-            "<div class='scroll'><table><tr><th>student</th><th>lesson</th><th>check</th>"
-            "<th class='n'>submissions failing it</th><th>latest mistake</th></tr>"
-        )
-        for stuck in report.stuck:
-            out.append(
-                f"<tr><td>{e(stuck.student)}</td><td>{e(stuck.lesson)}</td><td>{e(stuck.check)}</td>"
-                f"<td class='n'>{stuck.attempts}</td><td>{e(stuck.mistake or '')}</td></tr>"
-            )
-        out.append("</table></div>")
-    else:
-        out.append("<p>Nobody: no check failed twice in a row by the same student.</p>")
-    out.append("</section></body></html>\n")
-    return "\n".join(out)
+    """The page, from ``templates/class_report.html``: this gathers what each section shows,
+    the template lays it out and escapes every value."""
+    from .rendering import render
 
-
-def reteach_section(report: ClassReport, manifest: Manifest) -> list[str]:
-    """The class's mistakes, most students first, each with the section to revisit."""
-    e = html.escape
-    items = report.reteach()[:RETEACH]
-    out = ["<section id='reteach'><h2>What to re-teach</h2>"]
-    if not items:
-        out.append("<p>Nothing yet: no latest submission makes a mistake.</p></section>")
-        return out
-    out.append(
-        "<p>The mistakes of the latest submissions, by the number of students they affect "
-        "(a function still a stub is not counted).</p><ol>"
+    return render(
+        "class_report.html",
+        report=report,
+        unsubmitted=[f"{lesson.number}. {lesson.slug}" for lesson in report.unsubmitted],
+        reteach=reteach_items(report, manifest),
+        lessons=[lesson_view(report, manifest, lesson) for lesson in report.lessons],
+        students=[
+            (student, [done.get(lesson.slug) for lesson in report.lessons])
+            for student, done in sorted(report.students.items())
+        ],
+        stuck_after=STUCK_AFTER,
     )
-    for item in items:
-        lesson = manifest.lesson(item.check.lesson)
-        where = item.check.id if item.key == UNNAMED else item.check.function
-        out.append(
-            f"<li><strong>{len(item.students)} student(s)</strong>, lesson {lesson.number} "
-            f"({e(lesson.slug)}), {e(where)}: {e(mistake_text(item.check, item.key, manifest))}"
-            f" &mdash; revisit <a href='{e(report.link(item.check))}'>"
-            f"{e(lesson.title)}, #{e(item.check.section)}</a><br>"
-            f"<span class='who'>{e(', '.join(item.students))}</span></li>"
+
+
+def reteach_items(report: ClassReport, manifest: Manifest) -> list[dict[str, Any]]:
+    """The first :data:`RETEACH` mistakes of the class, each with the section to revisit."""
+    items = []
+    for item in report.reteach()[:RETEACH]:
+        items.append(
+            {
+                "check": item.check,
+                "students": item.students,
+                "lesson": manifest.lesson(item.check.lesson),
+                "where": item.check.id if item.key == UNNAMED else item.check.function,
+                "text": mistake_text(item.check, item.key, manifest),
+                "link": report.link(item.check),
+            }
         )
-    out.append("</ol></section>")
-    return out
+    return items
 
 
-def flagged_section(report: ClassReport) -> list[str]:
-    """What the checker's reading flagged: the students and lines to read by hand."""
-    if not report.flagged:
-        return []
-    e = html.escape
-    out = [
-        "<section id='flagged'><h2>Flagged for review</h2>",
-        "<p>What the checker's reading of the latest submissions found for review: lines "
-        "only the source shows (a library twin a by-hand function names) and files it could "
-        "not read. No point rests on them: read them before you trust these grades.</p>",
-        "<div class='scroll'><table><tr><th>student</th><th>lesson</th><th>function</th>"
-        "<th>where</th><th>why</th></tr>",
-    ]
-    for flag in report.flagged:
-        where = flag.file + (f", line {flag.line}" if flag.line is not None else "")
-        out.append(
-            f"<tr><td class='id'>{e(flag.student)}</td><td>{e(flag.lesson)}</td>"
-            f"<td>{e(flag.function)}</td><td>{e(where)}</td><td>{e(flag.reason)}</td></tr>"
-        )
-    out.append("</table></div></section>")
-    return out
-
-
-def lesson_section(report: ClassReport, manifest: Manifest, lesson: Lesson) -> list[str]:
-    e = html.escape
+def lesson_view(report: ClassReport, manifest: Manifest, lesson: Lesson) -> dict[str, Any]:
+    """A lesson's section: its points (with plots), who did not submit or failed to import,
+    and per check the mistakes, most common first."""
     scores = report.scores.get(lesson.slug, [])
     most = report.max_points.get(lesson.slug, 0.0)
     stats = report.checks.get(lesson.slug, [])
-    out = [f"<section id='{e(lesson.slug)}'><h2>Lesson {lesson.number}: {e(lesson.title)}</h2>"]
-    mean = sum(scores) / len(scores)
     late = [
         s
         for s, done in report.students.items()
         if lesson.slug in done and done[lesson.slug].points < done[lesson.slug].raw
     ]
-    out.append(
-        f"<p>{len(scores)} submission(s); mean {mean:.1f} of {most:g} points; "
-        f"{sum(s >= most for s in scores)} with full marks"
-        + (f"; late penalties included ({len(late)} late)" if late else "")
-        + ".</p>"
-    )
-    missing = report.not_submitted(lesson.slug)
-    if missing:
-        out.append(
-            f"<p class='missing'>Not submitted ({len(missing)}): {e(', '.join(missing))}</p>"
-        )
-    failed_import = report.import_failed.get(lesson.slug, {})
-    if failed_import:
-        out.append(
-            f"<p class='import'>The module failed to import ({len(failed_import)}; no check "
-            "ran, so none is counted below):</p><ul class='import'>"
-            + "".join(
-                f"<li><span class='who'>{e(student)}</span>: {e(cause)}</li>"
-                for student, cause in sorted(failed_import.items())
-            )
-            + "</ul>"
-        )
-    out.append(
-        f"<img alt='points of {e(lesson.slug)}' "
-        f"src='{plot_points(scores, most, f'{lesson.slug}: points')}'>"
-    )
-    if any(s.failed for s in stats):
-        out.append(
-            f"<img alt='checks failed in {e(lesson.slug)}' "
-            f"src='{plot_failures(stats, f'{lesson.slug}: checks failed')}'>"
-        )
-    out.append(
-        "<div class='scroll'><table><tr><th>check</th><th>function</th>"
-        "<th class='n'>failed</th>"
-        "<th>mistakes, most common first, with who made them</th>"
-        "<th>not implemented yet</th></tr>"
-    )
-    for s in stats:
-        if not s.students:
-            continue
-        items = "".join(
-            f"<li>{len(who)} &times; <strong>{e(key)}</strong>: "
-            f"{e(mistake_text(s.check, key, manifest))} "
-            f"(<a href='{e(report.link(s.check))}'>read</a>)<br><span class='who'>"
-            f"{e(', '.join(who))}</span></li>"
-            for key, who in s.most_common()
-        )
-        out.append(
-            f"<tr><td>{e(s.check.id)}{' (hidden)' if s.check.hidden else ''}</td>"
-            f"<td>{e(s.check.function)}</td>"
-            f"<td class='n'>{s.failed} of {s.students} ({100 * s.share:.0f}%)</td>"
-            f"<td><ul>{items}</ul></td>"
-            f"<td class='who'>{e(', '.join(s.not_implemented))}</td></tr>"
-        )
-    out.append("</table></div></section>")
-    return out
-
-
-def student_table(report: ClassReport) -> list[str]:
-    """A row per student, a column per lesson (course order): points as grades.csv has them
-    (the raw points beside, when a late penalty took some), or not submitted."""
-    if not report.students:
-        return []
-    e = html.escape
-    out = [
-        "<section id='students'><h2>Students</h2>",
-        f"<p>Points per lesson, late penalty included (the raw points beside); {NOT_SUBMITTED} "
-        "not submitted.</p>",
-        "<div class='scroll'><table><tr><th>student</th>",
-        *(f"<th class='n'>{lesson.number}. {e(lesson.slug)}</th>" for lesson in report.lessons),
-        "</tr>",
-    ]
-    for student, done in sorted(report.students.items()):
-        cells = []
-        for lesson in report.lessons:
-            score = done.get(lesson.slug)
-            if score is None:
-                cells.append(f"<td class='n missing' title='not submitted'>{NOT_SUBMITTED}</td>")
-                continue
-            raw = f" (raw {score.raw:g})" if score.points < score.raw else ""
-            cells.append(f"<td class='n'>{score.points:g} of {score.max_points:g}{raw}</td>")
-        out.append(f"<tr><td class='id'>{e(student)}</td>{''.join(cells)}</tr>")
-    out.append("</table></div></section>")
-    return out
+    return {
+        "slug": lesson.slug,
+        "number": lesson.number,
+        "title": lesson.title,
+        "submissions": len(scores),
+        "mean": sum(scores) / len(scores),
+        "most": most,
+        "full": sum(s >= most for s in scores),
+        "late": len(late),
+        "missing": report.not_submitted(lesson.slug),
+        "import_failed": sorted(report.import_failed.get(lesson.slug, {}).items()),
+        "points_plot": plot_points(scores, most, f"{lesson.slug}: points"),
+        "failures_plot": (
+            plot_failures(stats, f"{lesson.slug}: checks failed")
+            if any(s.failed for s in stats)
+            else None
+        ),
+        "checks": [
+            {
+                "stats": s,
+                "link": report.link(s.check),
+                "mistakes": [
+                    {"key": key, "students": who, "text": mistake_text(s.check, key, manifest)}
+                    for key, who in s.most_common()
+                ],
+            }
+            for s in stats
+            if s.students
+        ],
+    }
 
 
 def mistake_rows(report: ClassReport, manifest: Manifest) -> list[dict[str, str]]:

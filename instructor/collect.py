@@ -571,14 +571,11 @@ def due_date(course: Course, lesson: str) -> datetime | None:
 def late_cost(course: Course, late: list[tuple[str, float]]) -> str:
     """What the course's late policy (nbgrader's plugin as the instructor configured it) takes
     from these (student, seconds late), in words."""
-    from .late_penalty import late_penalty_plugin
+    from .late_penalty import late_penalty_plugin, penalty
 
     try:
         plugin = late_penalty_plugin(course)
-        taken = {
-            min(max(float(plugin.late_submission_penalty(s, 100.0, late) or 0), 0.0), 100.0)
-            for s, late in late
-        }
+        taken = {penalty(plugin, s, 100.0, seconds) or 0.0 for s, seconds in late}
     except SetupError as error:
         return f"lose what the late policy takes ({error})"
     except Exception as error:  # noqa: BLE001 - the instructor's plugin, in one line

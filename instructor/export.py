@@ -31,6 +31,7 @@ from core.manifest import load_manifest
 
 from .course import COURSE_ID, Course
 from .gradebook import check_of_cell
+from .late_penalty import after_penalty
 
 GRADES = [
     "assignment",
@@ -95,7 +96,7 @@ def grade_rows(gb: Any) -> Iterator[dict[str, str]]:
                     timestamp=sub.timestamp,
                     raw_score=sub.score,
                     late_submission_penalty=penalty,
-                    score=max(0.0, sub.score - penalty),
+                    score=after_penalty(sub.score, penalty),
                     status=GRADED,
                 )
             yield {key: _text(row.get(key)) for key in GRADES}

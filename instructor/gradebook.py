@@ -48,6 +48,7 @@ from graders.notebook import render, with_cause
 from graders.report import printable
 
 from .course import COURSE_ID, PACKAGE, Course
+from .late_penalty import after_penalty, penalty
 
 CALL = re.compile(r"""check\(\s*["']([\w.-]+)["']\s*,\s*["']([\w.-]+)["']\s*\)""")
 HISTORY = Table(
@@ -161,11 +162,13 @@ class Recorder:
 
     def record_batch(
         self, batch: Iterable[Graded]
-    ) -> tuple[dict[tuple[str, str], tuple[float, float]], dict[tuple[str, str], BaseException]]:
-        """Record every submission of ``batch`` in one transaction. Returns (points, max) per
-        recorded (student, lesson), and the error of each that could not be: when the
-        transaction fails, each submission is tried on its own, so one bad submission does not
-        keep the others out."""
+    ) -> tuple[
+        dict[tuple[str, str], tuple[float, float, float]], dict[tuple[str, str], BaseException]
+    ]:
+        """Record every submission of ``batch`` in one transaction. Returns (points, max, raw)
+        per recorded (student, lesson), points after the late penalty and raw before it, and
+        the error of each that could not be: when the transaction fails, each submission is
+        tried on its own, so one bad submission does not keep the others out."""
         batch = list(batch)
         try:
             scores = {(g.student, g.lesson): self._record(g) for g in batch}
@@ -182,7 +185,7 @@ class Recorder:
             errors.update(failed)
         return scores, errors
 
-    def _record(self, graded: Graded) -> tuple[float, float]:
+    def _record(self, graded: Graded) -> tuple[float, float, float]:
         from nbgrader.api import Student, SubmittedAssignment
         from nbgrader.utils import parse_utc
 
@@ -219,8 +222,9 @@ class Recorder:
         self._history(graded, timestamp, rows)
         # Sums the database computes, from the rows just written.
         db.expire(submission, ["score", "max_score", "late_submission_penalty"])
-        penalty = float(submission.late_submission_penalty or 0)
-        return max(0.0, float(submission.score) - penalty), float(submission.max_score)
+        raw = float(submission.score)
+        points = after_penalty(raw, submission.late_submission_penalty)
+        return points, float(submission.max_score), raw
 
     def has_history(self, student: str, lesson: str, fingerprint: str) -> bool:
         """Whether the per-check history holds this submission (its files' fingerprint)."""
@@ -287,9 +291,8 @@ class Recorder:
             notebook.late_submission_penalty = None
             if late > 0:
                 self.gb.db.expire(notebook, ["score"])  # the sum of the grades just set
-                penalty = self.late_plugin.late_submission_penalty(student, notebook.score, late)
-                if penalty is not None:
-                    notebook.late_submission_penalty = min(max(penalty, 0), notebook.score)
+                taken = penalty(self.late_plugin, student, notebook.score, late)
+                notebook.late_submission_penalty = taken
         self.gb.db.flush()
 
     def _new_submission(self, assignment: Any, student: str) -> Any:

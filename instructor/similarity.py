@@ -8,8 +8,12 @@ Each student's newest submission of the lesson's module is compared with every o
    same; statements that do nothing (``pass``, a bare expression or docstring, ``x = x``,
    ``x += 0``, an assignment to a name never read) are left out, so a copy padded with no-ops
    reads the same.
-2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint; those of the
-   released stub (the boilerplate every student starts from) are dropped.
+2. *Fingerprinted.* Every run of :data:`K` normalised tokens is a fingerprint. What every
+   student has read is no evidence (:class:`Taught`): the statements of the released stub and
+   of the course's own code (each reference solution, each chapter's example:
+   :func:`course_code`) are left out, then the runs they hold dropped, so two correct answers
+   written apart in the chapter's idioms, in the order the algorithm sets, share next to
+   nothing.
 3. *Weighted by how few students share them.* A fingerprint two students share counts 1, one
    that ``n`` share counts 1 for each pair of them, ``2 / (n (n - 1))``: what every correct
    solution writes the same way (a one-line ``causal_mask``) counts next to nothing.
@@ -27,19 +31,18 @@ from __future__ import annotations
 
 import ast
 import builtins
-import html
 import io
 import re
 import token
 import tokenize
 from collections import Counter
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
 from core.atomic import atomic_write_bytes
-from core.manifest import load_manifest
+from core.manifest import ROOT, load_manifest
 
 from .autograde import STUDENT_ID
 from .course import PACKAGE, Course
@@ -49,6 +52,8 @@ K = 8  # normalised tokens per fingerprint: about half a line of code
 MIN_FINGERPRINTS = 24  # a pair's score is out of at least this many (a few lines of code)
 DISPLAY_AT = 0.3  # pairs scoring at least this are flagged and shown side by side
 NAME, LITERAL = "V", "L"
+STRUCTURE = frozenset(";{}")  # the normalised tokens that end a statement, open and close a block
+CODE_BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.M | re.S)  # a chapter's example
 _IDENTITY = {ast.Add: 0, ast.Sub: 0, ast.Mult: 1, ast.Div: 1, ast.FloorDiv: 1, ast.Pow: 1}
 
 
@@ -179,16 +184,78 @@ def normalise(source: str, kept: Set[str] = frozenset()) -> list[tuple[str, int]
     return out
 
 
-def fingerprints(source: str, stub: str = "") -> Fingerprints:
-    """The fingerprints of a submission (runs of :data:`K` normalised tokens) that the stub
-    does not have, each with the first and last line it covers."""
+@dataclass(frozen=True)
+class Taught:
+    """Code every student has read (the stub, :func:`course_code`), normalised: its statements
+    and its fingerprints. What a submission shares with it is no sign of copying."""
+
+    statements: frozenset[tuple[str, ...]] = frozenset()
+    grams: frozenset[tuple[str, ...]] = frozenset()
+
+    @classmethod
+    def of(cls, texts: Iterable[str], kept: Set[str] = frozenset()) -> Taught:
+        statements: set[tuple[str, ...]] = set()
+        grams: set[tuple[str, ...]] = set()
+        for text in texts:
+            tokens = normalise(text, kept)
+            statements |= {tuple(tokens[at][0] for at in s) for s in _statements(tokens)}
+            grams |= set(_grams(tokens))
+        return cls(frozenset(statements), frozenset(grams))
+
+
+def fingerprints(source: str, stub: str = "", taught: Taught | None = None) -> Fingerprints:
+    """The fingerprints of a submission (runs of :data:`K` normalised tokens), each with the
+    first and last line it covers, but for what ``taught`` holds (by default the stub's): its
+    statements are left out (two honest solutions follow the same idioms in the order the
+    algorithm sets, and share the runs across them), then its runs dropped (a statement
+    written as the course writes it but for a part)."""
     kept = public_names(stub)
-    common = set(_grams(normalise(stub, kept))) if stub else set()
+    taught = taught if taught is not None else Taught.of([stub], kept)
     found: dict[tuple[str, ...], tuple[int, int]] = {}
-    for gram, span in _grams(normalise(source, kept)).items():
-        if gram not in common:
+    for gram, span in _grams(_untaught(normalise(source, kept), taught.statements)).items():
+        if gram not in taught.grams and not STRUCTURE.issuperset(gram):
             found.setdefault(gram, span)
     return Fingerprints(found)
+
+
+def _statements(tokens: list[tuple[str, int]]) -> list[list[int]]:
+    """The normalised tokens' statements, each as the indices of its tokens (the structure
+    tokens between them, ``;`` ``{`` ``}``, belong to none)."""
+    found: list[list[int]] = [[]]
+    for at, (text, _line) in enumerate(tokens):
+        if text in STRUCTURE:
+            found.append([])
+        else:
+            found[-1].append(at)
+    return [statement for statement in found if statement]
+
+
+def _untaught(tokens: list[tuple[str, int]], taught: Set[tuple[str, ...]]) -> list[tuple[str, int]]:
+    """The tokens without the statements ``taught`` holds: what is left is what the student
+    wrote otherwise than the course shows it. The structure around a statement left out goes
+    with it, so two submissions do not match on their gaps alone."""
+    if not taught:
+        return tokens
+    gone = {
+        at for s in _statements(tokens) if tuple(tokens[at][0] for at in s) in taught for at in s
+    }
+    kept: list[tuple[str, int]] = []
+    for at, item in enumerate(tokens):
+        if at in gone or (item[0] == ";" and kept and kept[-1][0] in STRUCTURE):
+            continue
+        kept.append(item)
+    return kept
+
+
+def course_code() -> list[str]:
+    """The code the course shows every student: each lesson's reference solution (a correct
+    answer is often one of few ways to write it: its unavoidable lines) and every Python example
+    of the chapters (where the idioms are taught). Two honest solutions share these statements
+    because both students read them, not because one copied the other."""
+    code = [path.read_text("utf-8") for path in sorted((ROOT / "solutions").glob("*.py"))]
+    for page in sorted((ROOT / "course" / "chapters").glob("*.md")):
+        code += CODE_BLOCK.findall(page.read_text("utf-8"))
+    return code
 
 
 def _grams(tokens: list[tuple[str, int]]) -> dict[tuple[str, ...], tuple[int, int]]:
@@ -199,9 +266,12 @@ def _grams(tokens: list[tuple[str, int]]) -> dict[tuple[str, ...], tuple[int, in
     return grams
 
 
-def rank(sources: dict[str, str], stub: str = "") -> list[Pair]:
-    """Every pair of submissions (student -> source), most similar first."""
-    prints = {student: fingerprints(source, stub) for student, source in sources.items()}
+def rank(sources: dict[str, str], stub: str = "", taught: Iterable[str] = ()) -> list[Pair]:
+    """Every pair of submissions (student -> source), most similar first; what they share with
+    the stub and ``taught`` (code every student has read: :func:`course_code`) counts for no
+    pair (see :func:`fingerprints`)."""
+    known = Taught.of([stub, *taught], public_names(stub))
+    prints = {s: fingerprints(source, stub, known) for s, source in sources.items()}
     shared_by = Counter(gram for found in prints.values() for gram in found.lines)
     pairs = []
     for first, second in combinations(sorted(prints), 2):
@@ -234,66 +304,41 @@ def compare(course: Course, lesson: str, to: Path | None = None) -> tuple[Path, 
         s: (course.submitted / s / lesson / PACKAGE / module).read_text(errors="replace")
         for s in students
     }
-    pairs = rank(sources, stub.read_text() if stub.is_file() else "")
+    pairs = rank(sources, stub.read_text() if stub.is_file() else "", course_code())
     path = Path(to or course.root / "reports") / f"similarity-{lesson}.html"
     atomic_write_bytes(path, render_html(lesson, sources, pairs).encode("utf-8"))
     return path, pairs
 
 
-STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem;
-       color: #222; }
-.notice { background: #fff3cd; border: 1px solid #e0c060; padding: .6rem 1rem; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
-th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #ddd; }
-td.n { text-align: right; }
-.side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
-.side > div { overflow-x: auto; min-width: 0; }
-pre { font-size: .8rem; line-height: 1.3; }
-mark { background: #ffd8a8; }
-"""
-
-
 def render_html(lesson: str, sources: dict[str, str], pairs: list[Pair]) -> str:
-    e = html.escape
+    """The page, from ``templates/similarity.html``: the pairs, most similar first (the flagged
+    ones and at least ten), then each flagged pair side by side, its shared lines marked."""
+    from .rendering import render
+
     flagged = [p for p in pairs if p.share >= DISPLAY_AT]
-    out = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>Similar submissions of {e(lesson)} (instructors only)</title>",
-        f"<style>{STYLE}</style></head><body>",
-        f"<h1>Similar submissions of {e(lesson)}</h1>",
-        "<p class='notice' id='instructors-only'><strong>For instructors only.</strong> It "
-        "names students. A high score is a reason to read both submissions, not proof.</p>",
-        "<h2>How to read the percentages</h2><p>A pair's score is the part of the two "
-        "submissions' code that they have in common and few others have. Names, literals, "
-        "comments, layout and statements that do nothing are ignored, and so is the released "
-        "stub; a passage two students share counts fully, one that <i>n</i> students share "
-        "counts 1 for each pair of them, 2/(<i>n</i>(<i>n</i>&minus;1)), so what every "
-        "correct solution writes the same way counts next to nothing. 100% means identical "
-        "but for names and no-ops, and unlike anyone else's; a few lines are never a large "
-        f"share. Pairs at {DISPLAY_AT:.0%} or more are flagged and shown side by side, the "
-        "shared lines marked.</p>",
-        f"<p>{len(sources)} submissions, {len(pairs)} pairs, {len(flagged)} flagged.</p>",
-        "<table><tr><th>#</th><th>students</th><th class='n'>score</th></tr>",
-    ]
-    for number, pair in enumerate(pairs[: max(len(flagged), 10)], start=1):
-        who = f"{e(pair.first)} and {e(pair.second)}"
-        if pair.share >= DISPLAY_AT:
-            who = f"<a href='#pair-{number}'>{who}</a>"
-        out.append(f"<tr><td>{number}</td><td>{who}</td><td class='n'>{pair.share:.0%}</td></tr>")
-    out.append("</table>")
-    for number, pair in enumerate(flagged, start=1):
-        out.append(
-            f"<section id='pair-{number}'><h2>{number}. {e(pair.first)} and {e(pair.second)}: "
-            f"{pair.share:.0%}</h2><div class='side'>"
-        )
-        for student in (pair.first, pair.second):
-            marked = set(pair.lines.get(student, []))
-            lines = "\n".join(
-                f"<mark>{e(line)}</mark>" if n in marked else e(line)
-                for n, line in enumerate(sources[student].splitlines(), start=1)
-            )
-            out.append(f"<div><h3>{e(student)}</h3><pre>{lines}</pre></div>")
-        out.append("</div></section>")
-    out.append("</body></html>\n")
-    return "\n".join(out)
+    return render(
+        "similarity.html",
+        lesson=lesson,
+        submissions=len(sources),
+        pairs=pairs,
+        listed=pairs[: max(len(flagged), 10)],
+        flagged=[
+            {
+                "first": pair.first,
+                "second": pair.second,
+                "share": pair.share,
+                "sides": [
+                    (student, _marked(sources[student], pair.lines.get(student, [])))
+                    for student in (pair.first, pair.second)
+                ],
+            }
+            for pair in flagged
+        ],
+        display_at=DISPLAY_AT,
+    )
+
+
+def _marked(source: str, shared: list[int]) -> list[tuple[str, bool]]:
+    """Each line of a submission, with whether the pair shares it."""
+    marked = set(shared)
+    return [(line, n in marked) for n, line in enumerate(source.splitlines(), start=1)]

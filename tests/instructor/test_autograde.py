@@ -386,10 +386,22 @@ def test_a_failed_grading_shows_no_score_in_the_progress_lines(capsys):
 
     with _Progress(2) as bar:
         bar.recorded(Outcome("ann", LESSON, notes=["the grading run exited with status -9"]))
-        bar.recorded(Outcome("bob", LESSON, recorded=True, points=3, max_points=20))
+        bar.recorded(Outcome("bob", LESSON, recorded=True, points=3, max_points=20, raw=3))
     err = capsys.readouterr().err
     assert f"ann/{LESSON}: not graded  (the grading run exited with status -9)" in err
-    assert f"bob/{LESSON}: 3 of 20" in err and "0 of 0" not in err
+    assert f"bob/{LESSON}: 3 of 20\n" in err and "0 of 0" not in err
+
+
+def test_a_late_penalty_shows_in_the_progress_lines_beside_the_raw_points(capsys):
+    """The points as grades.csv has them, then the raw points and what the penalty took."""
+    from instructor.autograde import Outcome, _Progress
+
+    with _Progress(2) as bar:
+        bar.recorded(Outcome("ann", LESSON, recorded=True, points=0, max_points=20, raw=12.5))
+        bar.recorded(Outcome("cy", LESSON, recorded=True, points=15, max_points=20, raw=17))
+    err = capsys.readouterr().err
+    assert f"ann/{LESSON}: 0 of 20 (raw 12.5, late -12.5)\n" in err
+    assert f"cy/{LESSON}: 15 of 20 (raw 17, late -2)\n" in err
 
 
 def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):
@@ -431,3 +443,82 @@ def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):
         for student in ("ann", "bob"):
             submission = gb.find_submission("block", student)
             assert submission.score == submission.max_score == lesson.max_points(hidden=True)
+
+
+def test_the_run_plans_each_submission_with_its_files_time_and_a_seed_of_its_own(course):
+    """plan, the run's first step: each submission's files and their fingerprint, its time
+    (none for a timestamp nbgrader cannot read), a secret seed of its own, a missing notebook
+    replaced by the released one; engine_tasks hands the grader those files and that seed."""
+    from support.autograde_fakes import fake_grade, submit
+
+    from instructor import autograde as pipeline
+
+    for student in ("ann", "bob", "cy"):
+        submit(course.root, student, {})
+    (course.submitted / "ann" / LESSON / "timestamp.txt").write_text(
+        "2026-02-01 09:00:00.000000 UTC\n"
+    )
+    (course.submitted / "bob" / LESSON / "timestamp.txt").write_text("last Tuesday\n")
+    (course.submitted / "cy" / LESSON / f"{LESSON}.ipynb").unlink()
+    jobs = [(student, LESSON) for student in ("ann", "bob", "cy")]
+    run = pipeline.plan(course, jobs)
+    tasks = {task.student: task for task in run.tasks.values()}
+    assert run.jobs == jobs and list(tasks) == ["ann", "bob", "cy"]
+    assert tasks["ann"].stamp == "2026-02-01 09:00:00.000000 UTC" and tasks["bob"].stamp is None
+    assert len({task.seed for task in tasks.values()}) == 3 and all(t.seed for t in tasks.values())
+    for student, task in tasks.items():
+        files, digest = pipeline.submission_files(course, student, LESSON)
+        assert task.files == files and task.digest == digest and not task.attempt
+    assert run.outcomes[("cy", LESSON)].notes == [
+        "no notebook submitted: the released one was used"
+    ]
+    options = {"sandbox": False, "timeout": 5.0, "scratch": None}
+    work = pipeline.engine_tasks(run, fake_grade, options)
+    assert list(work) == [tasks[s].key for s in ("ann", "bob", "cy")]  # in the order planned
+    grader, args, kwargs = work[tasks["ann"].key]
+    assert grader is fake_grade and args == (LESSON, tasks["ann"].files)
+    assert kwargs == {**options, "seed": tasks["ann"].seed}
+
+
+def test_sorting_out_a_batch_records_only_what_was_graded_as_it_is(course):
+    """sort_out, between grading and recording: a grade to record (its report saved); a
+    grading that graded nothing, the grader's failure (recorded as failed, no grade); a
+    submission whose files changed while it was graded (not recorded)."""
+    from support.autograde_fakes import fake_grade, submit
+
+    from instructor import autograde as pipeline
+    from instructor import gradings
+
+    for student in ("ann", "bob", "cy"):
+        submit(course.root, student, {})
+    run = pipeline.plan(course, [(student, LESSON) for student in ("ann", "bob", "cy")])
+    tasks = {task.student: task for task in run.tasks.values()}
+    graded = fake_grade(LESSON, tasks["ann"].files)
+    submit(course.root, "cy", {LOOKUP: None})  # cy saves again while being graded
+    done = pipeline.sort_out(
+        run,
+        [
+            (tasks["ann"].key, graded, None),
+            (tasks["bob"].key, None, RuntimeError("the worker died")),
+            (tasks["cy"].key, graded, None),
+        ],
+    )
+    assert done.finished == list(run.outcomes) and not done.attempts
+    assert [(g.student, g.fingerprint) for g in done.ready] == [("ann", tasks["ann"].digest)]
+    saved = json.loads((course.results / "ann" / f"{LESSON}.json").read_text())
+    assert saved["fingerprint"] == tasks["ann"].digest and saved["graders"] == run.graders
+    bob, cy = run.outcomes[("bob", LESSON)], run.outcomes[("cy", LESSON)]
+    assert not bob.graded and "the worker died" in bob.notes[0] and "stands" in bob.notes[0]
+    assert gradings.entry(course.root, "bob", LESSON)["failed"]["cause"].endswith("the worker died")
+    assert not cy.graded and cy.notes == ["the submission changed while it was graded"]
+    assert not (course.results / "bob").exists() and not (course.results / "cy").exists()
+
+
+def test_a_submission_time_is_what_nbgrader_reads_or_none(tmp_path):
+    from instructor.autograde import submission_time
+
+    assert submission_time(tmp_path) is None  # no timestamp.txt
+    (tmp_path / "timestamp.txt").write_text("2026-02-01 12:30:00.000000 UTC\n")
+    assert submission_time(tmp_path) == "2026-02-01 12:30:00.000000 UTC"
+    (tmp_path / "timestamp.txt").write_text("soon\n")
+    assert submission_time(tmp_path) is None

@@ -202,6 +202,42 @@ def test_code_flagged_for_review_is_listed_with_its_line(reported):
     assert flagged.count("<td class='id'>") == 1
 
 
+HOSTILE = "<script>alert('x')</script> & co"
+
+
+def test_what_a_student_wrote_is_escaped_wherever_the_page_shows_it():
+    """A student's name, an import error's message, a flagged reason and a hint holding markup
+    and ``&`` are text in the page: the template escapes every one of them."""
+    from dataclasses import replace
+
+    from instructor import class_report as cr
+
+    manifest = _manifest()
+    lesson = manifest.lesson("embeddings")
+    check = replace(lesson.checks[0], hint=f"a hint with {HOSTILE}")
+    stats = cr.CheckStats(check, students=2, failed=1, mistakes={"unnamed": [HOSTILE]})
+    report = cr.ClassReport(
+        [lesson],
+        {lesson.slug: [1.0, 2.0]},
+        {lesson.slug: 5.0},
+        {lesson.slug: [stats]},
+        [cr.Stuck(HOSTILE, lesson.slug, check.id, 2, None)],
+        "",
+        {HOSTILE: {lesson.slug: cr.Score(1.0, 5.0, 1.0)}, "bob": {}},
+        import_failed={lesson.slug: {"dee": f"SyntaxError: {HOSTILE}"}},
+        flagged=[cr.Flag("bob", lesson.slug, "nearest", "x.py", 3, HOSTILE)],
+    )
+    page = cr.render_html(report, manifest)
+    assert "<script>" not in page and "& co" not in page
+    escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co"
+    # the reteach list and the check's row (hint, who), the import failure, the flagged
+    # reason, the students' table and the stuck table
+    assert page.count(escaped) >= 8, page.count(escaped)
+    assert f"dee</span>: SyntaxError: {escaped}" in page
+    assert f"<td class='id'>{escaped}</td>" in page
+    assert f"the check&#39;s hint: a hint with {escaped}" in page
+
+
 @pytest.fixture(scope="module")
 def fake_class(released_course, tmp_path_factory):
     """Every lesson released, embeddings submitted by four students (one of them twice, failing

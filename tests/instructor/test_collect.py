@@ -248,3 +248,22 @@ def test_the_zip_a_student_makes_is_collected(course, tmp_path):
     got = course.submitted / "ann" / LESSON
     assert (got / "exercises" / "embeddings.py").read_text() == "# ann's lookup\n"
     assert (got / f"{LESSON}.ipynb").is_file()
+
+
+def test_the_summary_counts_the_skipped_zips(course, capsys):
+    """Each lesson's summary line counts its zips that were skipped, beside the submissions
+    collected, a lesson whose every zip was skipped included."""
+    from instructor.__main__ import collect_lessons
+
+    archive = course.downloaded / LESSON / "archive"
+    _zip(archive / "ablesann_12345_67890_embeddings.zip")
+    _zip(archive / "eve.zip")  # not on the roster
+    (archive / "bakerbob_4242_67891_embeddings.zip").write_text("not a zip")
+    other = course.downloaded / "attention" / "archive"
+    other.mkdir(parents=True)
+    (other / "cy.zip").write_text("not a zip either")
+    assert collect_lessons(course, [LESSON, "attention"])  # something was skipped
+    said = capsys.readouterr()
+    assert len(said.err.splitlines()) == 3, said.err  # one line per skipped zip
+    assert f"collected {LESSON}: 1 submission(s), 2 file(s) skipped" in said.out, said.out
+    assert "collected attention: 0 submission(s), 1 file(s) skipped" in said.out, said.out

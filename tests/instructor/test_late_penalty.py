@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 
 import pytest
 from support.extras import require_extra
@@ -50,6 +51,7 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     outcomes = grade("early", "late")
     assert 0 < outcomes["early"].points < outcomes["early"].max_points
     assert outcomes["late"].points == 0 and outcomes["late"].recorded
+    assert outcomes["late"].raw == outcomes["early"].points == outcomes["early"].raw
     with Gradebook(course.db_url) as gb:
         early, late = gb.find_submission(LESSON, "early"), gb.find_submission(LESSON, "late")
         assert early.total_seconds_late == 0 and not early.late_submission_penalty
@@ -93,3 +95,68 @@ def test_autograde_applies_nbgrader_late_penalty(released_course, tmp_path, monk
     (config / "nbgrader_config.py").write_text("c.LateSubmissionPlugin.penalty_method = \n")
     with pytest.raises(SetupError, match=r"nbgrader_config\.py: SyntaxError.*fix or remove"):
         grade("late")
+
+
+@pytest.mark.parametrize(
+    ("setting", "said", "fix"),
+    [
+        ('plugin_class = "nowhere.Missing"', "'nowhere.Missing' could not be", "plugin_class"),
+        ('plugin_class = "not_a_plugin.NotAPlugin"', "subclass of", "plugin_class"),
+        ("plugin_class = 3", "not the int 3", "plugin_class"),
+    ],
+)
+def test_a_plugin_that_cannot_be_made_is_one_line_without_an_object_repr(
+    tmp_path, monkeypatch, setting, said, fix
+):
+    from instructor.course import Course
+    from instructor.errors import SetupError
+    from instructor.late_penalty import late_penalty_plugin
+
+    # a module name of its own: the test above imported a late.py already
+    (tmp_path / "not_a_plugin.py").write_text("class NotAPlugin:\n    pass\n")
+    monkeypatch.delitem(sys.modules, "not_a_plugin", raising=False)
+    config = tmp_path / "jupyter"
+    config.mkdir()
+    (config / "nbgrader_config.py").write_text(f"c.AssignLatePenalties.{setting}\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    with pytest.raises(SetupError) as raised:
+        late_penalty_plugin(Course.at(tmp_path))
+    message = str(raised.value)
+    assert said in message and f"fix c.AssignLatePenalties.{fix}" in message, message
+    assert " object at 0x" not in message and "<" not in message and "\n" not in message
+
+
+def test_an_unknown_penalty_method_names_the_methods_there_are(tmp_path, monkeypatch):
+    from instructor.course import Course
+    from instructor.errors import SetupError
+    from instructor.late_penalty import late_penalty_plugin
+
+    config = tmp_path / "jupyter"
+    config.mkdir()
+    (config / "nbgrader_config.py").write_text('c.LateSubmissionPlugin.penalty_method = "half"\n')
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
+    with pytest.raises(SetupError, match=r"'half'.*penalty_method to 'none' or 'zero'"):
+        late_penalty_plugin(Course.at(tmp_path))
+
+
+def test_a_penalty_is_decided_in_one_place_as_nbgrader_decides_it():
+    """Nothing before the due date; after it the plugin's penalty, kept between 0 and the
+    score; the points after it never below 0."""
+    from instructor.late_penalty import after_penalty, penalty
+
+    class Asks:
+        def __init__(self, answer):
+            self.answer, self.asked = answer, []
+
+        def late_submission_penalty(self, student, score, seconds_late):
+            self.asked.append((student, score, seconds_late))
+            return self.answer
+
+    on_time = Asks(5)
+    assert penalty(on_time, "ann", 10.0, 0) is None and not on_time.asked
+    assert penalty(Asks(3), "ann", 10.0, 60) == 3
+    assert penalty(Asks(30), "ann", 10.0, 60) == 10  # never more than the score
+    assert penalty(Asks(-2), "ann", 10.0, 60) == 0
+    assert penalty(Asks(None), "ann", 10.0, 60) is None  # the plugin gives none
+    assert after_penalty(10.0, 3) == 7 and after_penalty(2.0, 5) == 0
+    assert after_penalty(4, None) == 4

@@ -269,11 +269,11 @@ def _reference_lines(lesson: str, function: str) -> list[str]:
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_copies_rank_first_and_common_code_is_not_flagged(lesson):
-    from instructor.similarity import DISPLAY_AT, rank
+    from instructor.similarity import DISPLAY_AT, course_code, rank
 
     sources = make_class(lesson)
     assert sources["rita"] != sources["alex"] and sources["pete"] != sources["bea"]
-    pairs = rank(sources, stub(lesson))
+    pairs = rank(sources, stub(lesson), course_code())
     assert len(pairs) == len(sources) * (len(sources) - 1) // 2
     top = {frozenset((p.first, p.second)) for p in pairs[:2]}
     shown = [(p.first, p.second, round(p.share, 2)) for p in pairs[:6]]
@@ -283,6 +283,85 @@ def test_copies_rank_first_and_common_code_is_not_flagged(lesson):
     assert len(flagged) == 2, shown  # not the reference's word-for-word writers
     partial = max(p.share for p in pairs if "pat" in (p.first, p.second))
     assert partial < 0.2, shown
+
+
+# Two correct attention modules written apart, each the way the chapter teaches it: the same
+# idioms in the order the algorithm sets (scores, mask, softmax, values), little else alike.
+APART = {
+    "eli": {
+        "causal_mask": "return torch.ones(T, T).tril().bool()",
+        "attention": """\
+            d = k.shape[-1]
+            w = q @ k.transpose(-2, -1) / math.sqrt(d)
+            if mask is not None:
+                w = w.masked_fill(mask.logical_not(), float("-inf"))
+            w = torch.softmax(w, dim=-1)
+            return w @ v""",
+    },
+    "gus": {
+        "causal_mask": "return torch.tril(torch.ones(T, T, dtype=torch.bool))",
+        "attention": """\
+            dk = q.shape[-1]
+            scores = q @ k.transpose(-2, -1)
+            scores = scores / math.sqrt(dk)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            probs = torch.softmax(scores, dim=-1)
+            return probs @ v""",
+    },
+}
+
+
+def _load(source: str, name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    return module
+
+
+def test_two_correct_answers_written_apart_are_no_pair_and_a_renamed_copy_is():
+    """What two honest solutions share because both students read the course (the stub, the
+    reference's unavoidable lines, the chapter's idioms) counts for no pair: without the
+    course's code the two would be flagged, with it they are not, and a renamed copy of a
+    third student's work still ranks first."""
+    import torch
+
+    from instructor.similarity import DISPLAY_AT, course_code, rank
+    from solutions import attention as reference
+
+    lesson = "attention"
+    apart = {s: implement(stub(lesson), bodies) for s, bodies in APART.items()}
+    q, k, v = torch.randn(2, 5, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 3)
+    for student, source in apart.items():  # both correct
+        module = _load(source, f"attention_{student}")
+        assert torch.equal(module.causal_mask(5), reference.causal_mask(5)), student
+        got = module.attention(q, k, v, reference.causal_mask(5))
+        assert torch.allclose(got, reference.attention(q, k, v, reference.causal_mask(5)))
+    alex = implement(stub(lesson), OWN[lesson]["alex"])
+    sources = {**apart, "alex": alex, "rita": renamed(alex), "sam": stub(lesson)}
+
+    def share(pairs, first, second):
+        return next(p.share for p in pairs if {p.first, p.second} == {first, second})
+
+    assert share(rank(sources, stub(lesson)), "eli", "gus") >= DISPLAY_AT  # the false pair
+    pairs = rank(sources, stub(lesson), course_code())
+    shown = [(p.first, p.second, round(p.share, 2)) for p in pairs[:4]]
+    assert {pairs[0].first, pairs[0].second} == {"alex", "rita"} and pairs[0].share > 0.9, shown
+    assert share(pairs, "eli", "gus") < DISPLAY_AT / 1.5, shown
+    assert [p for p in pairs if p.share >= DISPLAY_AT] == pairs[:1], shown
+
+
+def test_the_course_code_is_every_reference_and_every_chapter_example():
+    from instructor.similarity import course_code
+
+    code = course_code()
+    reference = (ROOT / "solutions" / "attention.py").read_text()
+    assert reference in code
+    assert any("masked_fill(~causal_mask(4)" in block for block in code)  # a chapter's example
+    assert not any(block.lstrip().startswith("```") for block in code)
 
 
 def test_no_op_statements_names_and_literals_are_normalised_away():
@@ -324,3 +403,15 @@ def test_report_explains_its_percentages_and_escapes_the_code(tmp_path):
     assert "<script>alert" not in page and "&lt;script&gt;" in page
     assert page.count("<section id='pair-") == 2
     assert "<mark>" in page
+
+
+def test_a_students_name_and_code_are_escaped_in_the_page():
+    from instructor.similarity import Pair, render_html
+
+    hostile = "<script>alert('x')</script> & co"
+    sources = {hostile: f"x = 1  # {hostile}\ny = 2\n", "bea": "x = 1\n"}
+    page = render_html("attention", sources, [Pair(hostile, "bea", 0.9, {hostile: [1]})])
+    assert "<script>" not in page and "& co" not in page
+    escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co"
+    assert f"<mark>x = 1  # {escaped}</mark>\ny = 2</pre>" in page  # the code's lines as written
+    assert f"<h3>{escaped}</h3>" in page and f"{escaped} and bea</a>" in page
