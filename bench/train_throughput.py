@@ -193,14 +193,16 @@ def measure(name: str, steps: int, corpus: str | None, compile_: bool, nanogpt: 
         model.fused_loss = not options.get("plain", False)
         if options.get("optimizer") == "lesson":
             optimizer = LessonAdamW(model.parameters(), training.adamw_step, lr=1e-4)
-        else:
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        else:  # fused, as gpt.train makes it on a CPU too
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
 
         def step(batch) -> None:
             training.train_step(model, [batch], optimizer)
 
-    if compile_:
-        model.compile()
+    if compile_:  # what gpt.train compiles: on a CPU the GPT's blocks, nanoGPT whole
+        from gpt import compiled
+
+        compiled.compile_now(model, torch.device("cpu"))
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     seconds = _timed(step, batches, "cpu")
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from gpt import compiled, train
+from gpt.model import GPT, preset
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -26,7 +27,6 @@ def _config(tmp_path: Path, corpus: Path, name: str, **overrides) -> train.Train
         warmup_steps=1,
         eval_every=4,
         eval_batches=1,
-        dropout=0.0,  # compiled dropout draws its masks differently from eager's
         sample_tokens=2,
         out=str(tmp_path / name),
     )
@@ -43,6 +43,71 @@ def test_auto_compiles_on_gpus_only_and_on_compiles_everywhere() -> None:
     assert compiled.wanted("auto", CUDA) and not compiled.wanted("auto", CPU)
     assert compiled.wanted("on", CPU) and compiled.wanted("on", CUDA)
     assert not compiled.wanted("off", CUDA)
+
+
+def test_a_cpu_compiles_the_library_blocks_and_anything_else_whole() -> None:
+    fused = GPT(preset("micro"))
+    assert compiled.targets(fused, CPU) == list(fused.transformer.h)
+    assert compiled.targets(fused, CUDA) == [fused]
+    lesson = GPT(preset("micro"), attention="lesson", block="lesson")
+    assert compiled.targets(lesson, CPU) == [lesson]
+    compiled.compile_now(fused, CPU)
+    assert compiled.is_compiled(fused) and fused._compiled_call_impl is None
+    compiled.decompile(fused)
+    assert not compiled.is_compiled(fused)
+
+
+def _trial(monkeypatch: pytest.MonkeyPatch, steps: int) -> compiled.AutoTrial:
+    """An AutoTrial whose compiling only marks the model compiled (no compiler runs)."""
+    model = nn.Linear(2, 2)
+
+    def mark(module: nn.Module, device: torch.device) -> None:
+        module._compiled_call_impl = module._call_impl  # what is_compiled looks for
+
+    monkeypatch.setattr(compiled, "compile_now", mark)
+    monkeypatch.setattr(compiled, "unavailable", lambda device: None)
+    return compiled.AutoTrial(model, CPU, steps)
+
+
+def _feed(trial: compiled.AutoTrial, seconds: list[float]) -> list[str]:
+    return [note for s in seconds if (note := trial.after_step(s)) is not None]
+
+
+def test_auto_on_a_cpu_never_compiles_a_run_too_short_to_pay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trial = _trial(monkeypatch, steps=100)  # 96 steps left at 1 s: under MIN_EAGER_SECONDS
+    assert _feed(trial, [9.0, 1.0, 1.0, 1.0] + [1.0] * 20) == []
+    assert trial.done and not compiled.is_compiled(trial.model)
+
+
+def test_auto_on_a_cpu_keeps_compiled_steps_that_measure_faster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trial = _trial(monkeypatch, steps=400)
+    # The first eager step and the compiling step are not timed: 9 s and 60 s count for nothing.
+    notes = _feed(trial, [9.0, 1.0, 1.2, 0.9, 60.0, 0.6, 0.5, 0.7] + [0.6] * 5)
+    assert notes[0].startswith("compiling (torch.compile): 396 steps left at 1.00 s each eager")
+    assert notes[1:] == ["training compiled: 0.60 s a step against 1.00 s eager"]
+    assert compiled.is_compiled(trial.model)
+
+
+def test_auto_on_a_cpu_goes_back_to_eager_when_compiled_steps_are_slower(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trial = _trial(monkeypatch, steps=400)
+    notes = _feed(trial, [9.0, 1.0, 1.0, 1.0, 60.0, 1.1, 1.3, 1.2, 0.1])
+    assert notes[1:] == ["training eager: compiled steps took 1.20 s against 1.00 s eager"]
+    assert not compiled.is_compiled(trial.model)
+
+
+def test_auto_on_a_cpu_says_nothing_more_after_a_failed_compile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trial = _trial(monkeypatch, steps=400)
+    assert len(_feed(trial, [9.0, 1.0, 1.0, 1.0])) == 1
+    compiled.decompile(trial.model)  # what step_or_eager does when the compiler fails
+    assert _feed(trial, [1.0] * 6) == [] and trial.done
 
 
 def test_a_cpu_without_a_cxx_compiler_trains_eager_and_says_why(
@@ -107,6 +172,7 @@ def test_an_error_of_the_models_own_code_is_not_taken_for_a_compile_failure() ->
 
 @pytest.mark.slow
 def test_compiled_training_gives_the_eager_losses(tmp_path: Path, small_corpus: Path) -> None:
+    """With dropout (the default 0.1): compiled on a CPU, its masks are eager's."""
     eager = train.run(_config(tmp_path, small_corpus, "eager", compile="off"), quiet=True)
     fast = train.run(_config(tmp_path, small_corpus, "compiled", compile="on"), quiet=True)
     assert fast["compiled"] and not eager["compiled"]

@@ -190,6 +190,9 @@ def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> 
         assert (out / name).stat().st_size > 0
     assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["val_loss"] < report["unigram_entropy"] - 0.5
+    # PyTorch's fused AdamW stepped it, on a CPU as on a GPU.
+    groups = torch.load(out / "checkpoint.pt", weights_only=True)["optimizer"]["param_groups"]
+    assert all(group["fused"] for group in groups)
     assert report["val_perplexity"] == pytest.approx(torch.tensor(report["val_loss"]).exp().item())
 
 
@@ -319,6 +322,27 @@ def test_lesson_adamw_equals_torch_adamw_and_resumes_from_its_state_dict() -> No
     for a, b in zip(model.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
     assert all(state["step"] == 4 for state in lesson.state.values())
+
+
+def test_fused_adamw_on_the_cpu_gives_the_per_tensor_loops_losses() -> None:
+    """gpt.train steps with PyTorch's fused AdamW on a CPU too; it must train the numbers
+    the per-tensor loop did before, within float rounding."""
+    torch.manual_seed(0)
+    model = GPT(dataclasses.replace(SMALL, dropout=0.1))
+    twin = copy.deepcopy(model)
+    cfg = train.TrainConfig(lr=1e-2, weight_decay=0.1)
+    loop = train.make_optimizer(model, cfg, fused=False)
+    fused = train.make_optimizer(twin, cfg, fused=True)
+    assert fused.defaults["fused"] and not loop.defaults["fused"]
+    x, y = torch.randint(0, 61, (2, 2, 16))
+    for step in range(5):
+        losses = []
+        for net, optimizer in ((model, loop), (twin, fused)):
+            torch.manual_seed(step)  # the same dropout masks for both
+            losses.append(training.train_step(net, [(x, y)], optimizer, max_grad_norm=1.0))
+        assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
 
 
 def test_vocabulary_round_trips_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
