@@ -39,9 +39,10 @@ A "by hand" rule is a ``[[lesson.rule]]`` table: the names in ``names``, where t
 ``function`` and what it uses names them, are flagged for review by the checker's reading
 before anything runs (graders/rules.py; no point rests on it), and with ``allowlist = true`` so
 is a torch operation there that is not elementwise, reduction or shape; ``message`` is the
-hint of a breach. The torch operations in ``ops`` (schema
-names, e.g. ``aten::logsumexp``; optional) are also watched in the worker while it runs, with
-``allow`` the only other ops it may run: a hint for honest slips, not what the grade rests on:
+hint of a breach. A rule with ``allow`` (schema names, e.g. ``aten::mul``) grades the function
+on its operator graph (graders/graph.py): the worker traces the call, and the checker refuses
+a graph with an op outside ``allow``, naming first one of the library's own ops in ``ops``
+(e.g. ``aten::logsumexp``), then runs the graph itself:
 
     [[lesson.rule]]
     function = "cross_entropy"
@@ -49,6 +50,7 @@ names, e.g. ``aten::logsumexp``; optional) are also watched in the worker while 
     allowlist = true
     message = "..."
     ops = ["aten::logsumexp"]
+    allow = ["aten::sub", "aten::exp", "aten::sum", "aten::log", ...]
 
 A function with a library twin that no rule forbids says why in the lesson's ``no_rule``
 table: ``no_rule = { lookup = "F.embedding is the lookup itself" }``.
@@ -181,13 +183,6 @@ class Rule:
         """Whether the function is graded on its operator graph (graders/graph.py): a rule
         that lists the operations it allows."""
         return bool(self.allow)
-
-    def as_request(self) -> dict | None:
-        """What the worker needs to watch the operations (graders/worker/by_hand.py's ``watched``);
-        None for a rule that only the reading enforces (no ops)."""
-        if not self.ops:
-            return None
-        return {"ops": list(self.ops), "allow": list(self.allow), "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -558,7 +553,7 @@ def _rule(raw: Any, functions: list[str], number: int, where: str) -> Rule:
     if not raw["names"] or not raw["message"].strip():
         raise ManifestError(f"{where}: a rule needs names and a message")
     if raw.get("allow") and not raw.get("ops"):
-        raise ManifestError(f"{where}: allow lists the ops the watch allows: give ops too")
+        raise ManifestError(f"{where}: allow lists the ops a graph may hold: give ops too")
     return Rule(
         function=raw["function"],
         ops=tuple(raw.get("ops", ())),

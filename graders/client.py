@@ -679,11 +679,9 @@ class WorkerClient:
         args: list,
         kwargs: dict,
         timeout: float,
-        rule: dict | None = None,
         trace: bool = False,
     ) -> tuple[Any, Any]:
         """The student's ``module.function(*args, **kwargs)``: (result, [args, kwargs] after).
-        ``rule``: a "by hand" rule's operations, which the worker watches during the call.
         ``trace``: the lesson process traces the call instead (graders/worker/tracing.py), and
         the result is (the value's skeleton, the operator graph), for graders/graph.py.
 
@@ -700,7 +698,6 @@ class WorkerClient:
                     "kwargs": shared.sent[1],
                     "shared": shared.table,
                     "proxies": self._proxies(function),
-                    "rule": None if trace else rule,
                     "trace": trace,
                 },
                 timeout,
@@ -719,9 +716,7 @@ class WorkerClient:
         inputs = unpack(answer.get("inputs"), f"the inputs of {_name(function)}")
         return value, inputs
 
-    def scenario(
-        self, name: str, function: str, config: dict, timeout: float, rule: dict | None = None
-    ) -> Any:
+    def scenario(self, name: str, function: str, config: dict, timeout: float) -> Any:
         self._prepare(dynamo=name in OPTIMIZING_SCENARIOS)
         self.ensure_module(function.partition(".")[0], timeout)
         answer = self.request(
@@ -731,7 +726,6 @@ class WorkerClient:
                 "function": function,
                 "config": config,
                 "proxies": self._proxies(function),
-                "rule": rule,
             },
             timeout,
             what=_name(function),

@@ -7,13 +7,13 @@ course/lessons.toml, less its ``ops``), a tensor the trace did not compute from 
 (``torch.tensor`` of numbers read out of a tensor, a numpy round trip, a computation with
 torch's dispatch switched off: each is a constant of the graph), or more nodes than
 GRAPH_NODES; then it runs the graph itself, on its own copies of the inputs (with its own
-autograd for a gradient check), shapes first on meta tensors, within the check's time (the
-checker's processor time, see Budget: a loaded machine refuses no honest graph) and a bound on
-every tensor's size. Those values are the function's answer. A number read out of a tensor
-during the trace (``.item()``, ``if tensor:``) is frozen into the graph: the checker runs the
-graph again on a second draw of the inputs (same shapes, the numbers shuffled and rescaled) and
-compares it with the oracle there, so an answer baked into the graph as Python numbers fails,
-and a graph that branched on a value is refused with that reason named.
+autograd for a gradient check), within the check's time (the checker's processor time, see
+Budget: a loaded machine refuses no honest graph) and a bound on every tensor's size, which each
+operation is held to before it runs. Those values are the function's answer. A number read out
+of a tensor during the trace (``.item()``, ``if tensor:``) is frozen into the graph: the checker
+runs the graph again on a second draw of the inputs (same shapes, the numbers shuffled and
+rescaled) and compares it with the oracle there, so an answer baked into the graph as Python
+numbers fails, and a graph that branched on a value is refused with that reason named.
 """
 
 from __future__ import annotations
@@ -139,24 +139,13 @@ class Graph:
         return cls(tuple(nodes), refs, tuple(reads))
 
     def run(self, inputs: list[Tensor], budget: Budget, reads: list | None = None) -> list[Tensor]:
-        """The graph's outputs on ``inputs`` (the checker's own tensors), shapes checked on meta
-        tensors first; ``reads`` gets the numbers the graph reads out of tensors."""
-        meta = [torch.empty_like(t, device="meta") for t in inputs]
-        try:
-            self._evaluate(meta, budget, None, on_meta=True)
-        except _Unmeasured:
-            pass  # a shape that follows from values (a boolean mask): bounded as it runs
-        return self._evaluate(inputs, budget, reads, on_meta=False)
-
-    def _evaluate(
-        self, inputs: list[Tensor], budget: Budget, reads: list | None, *, on_meta: bool
-    ) -> list[Tensor]:
+        """The graph's outputs on ``inputs`` (the checker's own tensors), every operation's
+        size bounded before it runs (``_bound``); ``reads`` gets the numbers the graph reads
+        out of tensors."""
         with torch.set_grad_enabled(torch.is_grad_enabled()):  # as it was, afterwards
-            return self._steps(inputs, budget, reads, on_meta=on_meta)
+            return self._steps(inputs, budget, reads)
 
-    def _steps(
-        self, inputs: list[Tensor], budget: Budget, reads: list | None, *, on_meta: bool
-    ) -> list[Tensor]:
+    def _steps(self, inputs: list[Tensor], budget: Budget, reads: list | None) -> list[Tensor]:
         values: list[Any] = []
         for node in self.nodes:
             if budget.spent():
@@ -174,25 +163,19 @@ class Graph:
                     if isinstance(number, Tensor)
                     else torch.tensor(number, dtype=dtype)
                 )
-                value = value.to("meta") if on_meta else value
             elif op == "getitem":
                 whole, part = node["args"]
-                value = _call(on_meta, operator.getitem, _decode(whole, values), part)
+                value = _call(operator.getitem, _decode(whole, values), part)
             else:
                 function = _resolve(op, node["overload"])
                 args = _decode(node["args"], values)
                 kwargs = {k: _decode(v, values) for k, v in node["kwargs"].items()}
-                if on_meta and any(a.name == "device" for a in function._schema.arguments):
-                    kwargs["device"] = torch.device("meta")  # a new tensor: its shape only
-                value = _call(on_meta, function, *args, **kwargs)
+                _bound(op, function, args, kwargs)
+                value = _call(function, *args, **kwargs)
                 if op in READS and reads is not None:
                     reads.append(value)
             for tensor in tensor_leaves(value if isinstance(value, list | tuple) else [value]):
-                if tensor.numel() > MAX_ELEMENTS:
-                    raise Refused(
-                        f"its graph makes a tensor of {tensor.numel()} elements at {op}, more "
-                        f"than the grader's bound of {MAX_ELEMENTS}"
-                    )
+                _within(tensor.numel(), op)
             values.append(value)
         found = [values[ref] for ref in self.outputs]
         if not all(isinstance(t, Tensor) for t in found):
@@ -218,18 +201,107 @@ class Budget:
         return time.process_time() > self.cpu_until or time.monotonic() > self.wall_until
 
 
-class _Unmeasured(Exception):
-    """An operation whose output shape meta tensors cannot tell (it follows from values)."""
+def _within(elements: int, op: str) -> None:
+    if elements > MAX_ELEMENTS:
+        raise Refused(
+            f"its graph makes a tensor of {elements} elements at {op}, more than the grader's "
+            f"bound of {MAX_ELEMENTS}"
+        )
 
 
-def _call(on_meta: bool, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _bound(op: str, function: Any, args: list, kwargs: dict) -> None:
+    """Refused before ``function`` runs when it would make a tensor past MAX_ELEMENTS: bounded
+    from the shapes and numbers of its arguments (``_most``), and where that bound is over,
+    exactly, by running it on meta tensors (shapes without data) first. Meta tensors only
+    then: torch's meta kernels are Python whose first call imports sympy and torch._dynamo
+    (a second and a half, before the first verdict of every lesson that traces)."""
+    if _most(op, function, args, kwargs) <= MAX_ELEMENTS:
+        return
+    leaves = tensor_leaves([args, kwargs])
+    metas = {id(t): t.detach().to("meta") for t in leaves}
+    on_meta = _swap(args, metas), _swap(kwargs, metas)
+    if any(a.name == "device" for a in function._schema.arguments):
+        on_meta[1]["device"] = torch.device("meta")  # a new tensor: its shape only
+    try:
+        with torch.no_grad():
+            shaped = function(*on_meta[0], **on_meta[1])
+    except Exception:  # noqa: BLE001 - a shape that follows from values (a boolean mask): at
+        return  # most its input's, checked as it runs
+    for tensor in tensor_leaves(shaped if isinstance(shaped, list | tuple) else [shaped]):
+        _within(tensor.numel(), op)
+
+
+# The ops whose output is a product of two matrices (batched or not) of their last two tensors.
+PRODUCTS = frozenset({"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::mv"})
+
+
+def _most(op: str, function: Any, args: list, kwargs: dict) -> int:
+    """At most the elements of the new tensors ``function`` makes from these arguments. A view
+    makes no memory, a reduction no more than its input (both checked as they run); a
+    pointwise op makes the broadcast of its tensors, a matrix product rows times columns,
+    arange its count; any other op (a copy, a gather or index, a concatenation, a tensor of a
+    given size) no more than the product of its tensors' sizes (each at least 2) and of the
+    integers among its arguments, times their dimensions (nonzero's rows are as long)."""
+    if function.is_view or torch.Tag.reduction in function.tags:
+        return 0
+    leaves = tensor_leaves([args, kwargs])
+    if torch.Tag.pointwise in function.tags:
+        return _broadcast([t.shape for t in leaves])
+    given = [a for a in args if isinstance(a, Tensor)]
+    if op in PRODUCTS and len(given) >= 2 and given[-2].dim() >= 1:
+        rows, columns = given[-2], given[-1]
+        return (
+            rows.numel() // max(rows.shape[-1], 1) * (columns.shape[-1] if columns.dim() > 1 else 1)
+        )
+    if op == "aten::arange":
+        numbers = [a for a in args if isinstance(a, int | float) and not isinstance(a, bool)]
+        start, end, step = ([0, *numbers, 1] if len(numbers) == 1 else [*numbers, 1])[:3]
+        return math.ceil(abs((end - start) / step)) if step and math.isfinite(end - start) else 0
+    most = max((t.dim() for t in leaves), default=1) or 1
+    for tensor in leaves:
+        most *= max(2, tensor.numel())
+    for number in _integers([args, kwargs]):
+        most *= max(1, abs(number))
+    return most
+
+
+def _integers(obj: Any) -> list[int]:
+    """The integers among an op's arguments (sizes, strides, counts), not in tensors."""
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return [obj]
+    if isinstance(obj, list | tuple):
+        return [n for item in obj for n in _integers(item)]
+    if isinstance(obj, dict):
+        return [n for item in obj.values() for n in _integers(item)]
+    return []
+
+
+def _broadcast(shapes: list[torch.Size]) -> int:
+    """The elements of the shapes broadcast together, or more where they do not broadcast
+    (torch.broadcast_shapes imports sympy, half a second)."""
+    elements = 1
+    for at in range(1, max((len(s) for s in shapes), default=0) + 1):
+        elements *= max((s[-at] for s in shapes if len(s) >= at), default=1)
+    return elements
+
+
+def _swap(obj: Any, metas: dict[int, Tensor]) -> Any:
+    """``obj`` with its tensors replaced by their meta twins."""
+    if isinstance(obj, Tensor):
+        return metas[id(obj)]
+    if isinstance(obj, list | tuple):
+        return [_swap(item, metas) for item in obj]
+    if isinstance(obj, dict):
+        return {k: _swap(v, metas) for k, v in obj.items()}
+    return obj
+
+
+def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return function(*args, **kwargs)
     except Refused:
         raise
     except Exception as error:  # noqa: BLE001 - a graph that does not run is refused
-        if on_meta:
-            raise _Unmeasured from None
         raise Refused(
             f"its graph does not run ({type(error).__name__}: {str(error)[:200]})"
         ) from None

@@ -71,22 +71,12 @@ class Student:
     def _guard(self, run: Callable[[], Any], function: str) -> Any:
         if self._fatal is not None:
             raise self._fatal
-        rule = self.lesson.rule(function)
         try:
             return run()
         except CheckFailed as failure:
             if failure.hint is not None:
                 self._fatal = failure
             raise
-        except StudentError as error:
-            if rule is not None and error.type_name == "ForbiddenCall":
-                self._fatal = CheckFailed(error.detail, hint=rule.message)
-                raise self._fatal from None
-            raise
-
-    def _rule(self, function: str) -> dict | None:
-        rule = self.lesson.rule(function)
-        return None if rule is None else rule.as_request()
 
     def _traced(self, function: str) -> Rule | None:
         """The rule of a function graded on its operator graph (one with an allowlist)."""
@@ -120,9 +110,7 @@ class Student:
             )
         else:
             value, inputs = self._guard(
-                lambda: self._client.call(
-                    name, list(args), kwargs, self.timeout, rule=self._rule(function)
-                ),
+                lambda: self._client.call(name, list(args), kwargs, self.timeout),
                 function,
             )
         if not same(inputs, [_as_sent(list(args)), _as_sent(kwargs)], rtol=0.0, atol=0.0):
@@ -157,9 +145,7 @@ class Student:
                 function,
             )
         return self._guard(
-            lambda: self._client.scenario(
-                name, target, config, self.timeout, rule=self._rule(function)
-            ),
+            lambda: self._client.scenario(name, target, config, self.timeout),
             function,
         )
 

@@ -30,7 +30,8 @@ limits. It holds no solution of any exercise: it ships to students.
     scenarios.py  the toy model and the scenarios                        (checker and worker)
     limits.py     the limits on the student's processes                  (checker and worker)
     proxies.py    the stand-ins for the dependencies the checker answers (worker)
-    by_hand.py    the by-hand watch, a hint for honest slips             (worker)
+    absent.py     the tokenizer libraries the lesson process goes without (worker)
+    tracing.py    a by-hand function's call as an operator graph         (worker)
     hardening.py  resource limits, lost privileges, the seccomp filter   (worker)
     serving.py    the forking worker and the lesson process's requests   (worker)
 
@@ -38,13 +39,14 @@ Requests (a dict each):
     {"op": "import", "module": "embeddings"}
     {"op": "call", "function": "embeddings.lookup", "args": [...], "kwargs": {...},
      "shared": [[offset, dtype, shape, requires_grad], ...], "proxies": [...],
-     "rule": {"ops": [...], "message": "..."}}
+     "trace": bool}
     {"op": "scenario", "name": "train_step", "function": "training.train_step", "config": {...}}
     {"op": "limits"}
 A call's tensors are ``{SHARED: slot}`` in its arguments: the slot's tensor is mapped from the
 file the checker sends with the request's first byte. Answers: {"ok": True, "value": PACKED,
-"inputs": PACKED} or {"ok": False, "error": {...}} ("inputs": the call's inputs after it, as
-the lesson process saw them), where PACKED is {"type": name, "payload": bytes or None,
+"inputs": PACKED} (a traced call adds "graph": PACKED, with its value's skeleton as "value")
+or {"ok": False, "error": {...}} ("inputs": the call's inputs after it, as the lesson process
+saw them), where PACKED is {"type": name, "payload": bytes or None,
 "error": why not}: the value is packed apart so that an answer that is not plain data still
 arrives as a readable failure. While a request runs, a proxy may send {"ask": NAME,
 "question": ...}; the checker replies {"ok": True, "value": ...} or {"ok": False, "error": why}

@@ -78,7 +78,7 @@ def harden(memory: int, cpu: int, fsize: int, nproc: int) -> None:
     libc.capset(ctypes.byref(header), (Data * 2)())
 
 
-# What graded code never needs: new threads and processes (the by-hand watch sees one thread),
+# What graded code never needs: new threads and processes (a trace records one thread),
 # the kernel's doors out of a sandbox or into other processes, and anonymous files (memory
 # that no per-process cap counts: 256 descriptors of 64 MiB each held 4.4 GiB past the cap).
 REFUSED_SYSCALLS = (

@@ -10,7 +10,7 @@ import os
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,7 +18,6 @@ import torch
 from torch import Tensor
 
 from .absent import make_absent
-from .by_hand import LESSON_THREADS, _threads, watched
 from .framing import read_frame, read_message, write_frame
 from .hardening import SECCOMP, _die_with_parent, harden, limits_report, refuse_syscalls
 from .limits import CPU_SECONDS, FILE_SIZE, MEMORY, USER_PROCESSES
@@ -41,7 +40,6 @@ ALIAS = "submission"  # the student's package is imported under this fixed name
 class Worker:
     def __init__(self, target: str, requests: int, answers: int) -> None:
         self.target = os.path.abspath(target)
-        self.student = self.target + os.sep  # where the student's frames come from
         self.package: types.ModuleType | None = None
         self.requests, self.answers = requests, answers
         self.proxies = make_proxies(self.ask)
@@ -49,7 +47,7 @@ class Worker:
         # (SCENARIOS["evaluate"] = forged, strip = a report of its own) changes nothing this
         # lesson process runs.
         self.scenarios = dict(SCENARIOS)
-        self.pack, self.strip, self.watched, self.trace = pack, strip, watched, trace
+        self.pack, self.strip, self.trace = pack, strip, trace
 
     def ask(self, name: str, question: Any) -> Any:
         """A proxy's question to the checker, answered while the request is still running."""
@@ -124,15 +122,6 @@ class Worker:
                     setattr(where, attribute, value)
             self.proxies.own.clear()
 
-    def watched_call(
-        self, fn: Callable, request: dict, proxied: Any, args: Iterable, kwargs: dict
-    ) -> Any:
-        result: list = []
-        with proxied, self.watched(request.get("rule"), (args, kwargs), result, self.student):
-            value = fn(*args, **kwargs)
-            result.append(value)
-        return value
-
     def handle(self, request: dict, fds: list[int]) -> dict:
         op = request["op"]
         if op == "import":
@@ -162,13 +151,14 @@ class Worker:
                     "graph": self.pack(traced["graph"]),
                     "inputs": self.pack(inputs),
                 }
-            value = self.watched_call(fn, request, proxied, args, dict(kwargs))
+            with proxied:
+                value = fn(*args, **dict(kwargs))
             # What the call left its inputs as (the tensors the checker shares, it reads
             # itself; this report adds the lists and dicts around them).
             inputs = [self.strip(list(args)), self.strip(dict(kwargs))]
             return {"ok": True, "value": self.pack(value), "inputs": self.pack(inputs)}
         config = revive(request["config"])
-        with proxied, self.watched(request.get("rule"), config, student=self.student):
+        with proxied:
             value = self.scenarios[request["name"]](fn, **config)
         return {"ok": True, "value": self.pack(value)}
 
@@ -407,7 +397,6 @@ def serve(fd: int, target: str) -> None:
     _die_with_parent()  # fork clears it
     # Threads torch starts for itself start now, before the filter and any student code.
     torch.ones(1, requires_grad=True).sum().backward()
-    LESSON_THREADS[0] = _threads()
     SECCOMP[0] = refuse_syscalls()
     make_absent()  # the tokenizer libraries: the tokens lesson's exercises are their twins
     worker = Worker(target, fd, fd)

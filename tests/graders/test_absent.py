@@ -94,7 +94,7 @@ def test_a_tokenizer_library_cannot_be_imported_after_make_absent():
     assert "tokenizers is not available" in lines[2]
 
 
-def _graded(tmp_path: Path, name: str, source: str) -> dict:
+def _graded(tmp_path: Path, name: str, source: str, sandbox: bool = True) -> dict:
     target = tmp_path / name
     target.mkdir()
     (target / "tokens.py").write_text(source, encoding="utf-8")
@@ -102,7 +102,7 @@ def _graded(tmp_path: Path, name: str, source: str) -> dict:
         target,
         lessons=["tokens"],
         hidden=True,
-        sandbox=True,
+        sandbox=sandbox,
         input_seed=SECRET,
         json_path=tmp_path / f"{name}.json",
     )
@@ -128,3 +128,18 @@ def test_tiktoken_earns_nothing_and_an_own_reading_of_the_ranks_everything(tmp_p
     assert honest != REFERENCE
     report = _graded(tmp_path, "own-ranks", honest)
     assert report["points"] == report["max_points"] == tokens.max_points(hidden=True)
+
+
+@pytest.mark.slow
+def test_without_the_sandbox_a_plain_import_of_a_tokenizer_library_still_fails(tmp_path):
+    """Local grading and Gradescope's fallback have no sandbox to mask the packages' folders:
+    the finder is the lesson process's own, which code that takes it out of sys.meta_path
+    gets past (the limit docs/instructors.md's "What a grade rests on" states). What holds
+    there: a plain import, and gpt.vocab's tiktoken Encoding, fail with the finder's line."""
+    twins = TWINS[: TWINS.index("def train_bpe")]  # no code that takes the finder out
+    lesson = _graded(tmp_path, "twins", REFERENCE + twins, sandbox=False)["lessons"][0]
+    for function in ("encode", "decode"):
+        rows = [row for row in lesson["checks"] if row["function"] == function]
+        assert rows and not any(row["passed"] for row in rows), function
+        details = " ".join(row["detail"] or "" for row in rows)
+        assert "tiktoken is not available to the lesson's code" in details, function

@@ -1,16 +1,18 @@
 """By-hand rules hold against every route to the forbidden computation.
 
 Two layers, each tested on its own: the whole grading (the checker reads every file of the
-package, then the worker watches the call), and the worker's watch alone (the rule sent with
-the call, no reading), for the routes that get past a reading: names built at run time.
-Every route loses every point of the by-hand function it takes (cross_entropy, layer_norm,
-gelu); a correct by-hand version keeps them, however it makes its constants and indices.
+package for review, the worker traces the call, the checker judges and runs its graph), and
+the graph alone (a traced call judged by graders/graph.py, no reading), for the routes that
+get past a reading: names built at run time. Every route loses every point of the by-hand
+function it takes (cross_entropy, layer_norm, gelu); a correct by-hand version keeps them,
+however it makes its constants and indices.
 """
 
 from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,9 @@ import pytest
 import torch
 from variants import build_target, replace_definition
 
-from core.manifest import load_manifest
+from core.manifest import Rule, load_manifest
+from graders import graph
+from graders.checking import CheckFailed
 from graders.client import StudentError, WorkerClient
 
 pytestmark = pytest.mark.slow
@@ -36,8 +40,8 @@ class ByHand:
     arguments: str
     library: str
 
-    def rule(self, name: str) -> dict:
-        return MANIFEST.lesson(self.module).rule(name).as_request()
+    def rule(self, name: str) -> Rule:
+        return MANIFEST.lesson(self.module).rule(name)
 
 
 FUNCTIONS = {
@@ -78,7 +82,7 @@ def _expected(name: str, inputs: list) -> torch.Tensor:
     return F.gelu(inputs[0], approximate="tanh")
 
 
-# Routes the reading of the code catches (or, where it does not, the watch): each one a
+# Routes the operator graph refuses (and the reading flags where it can): each one a
 # module-level setup and function ({name}, {signature}, {arguments}, {library} filled in per
 # function), and other files of the package.
 ROUTES = {
@@ -132,8 +136,8 @@ ROUTES = {
             """
         },
     ),
-    # Attacks on the watch itself: the watch switched off through sys.modules, the library reached
-    # through a class attribute; the answer computed by the library while it is pickled.
+    # Attacks on the graders' own names: a watch switched off through sys.modules, the library
+    # reached through a class attribute; the answer computed by the library while it is pickled.
     "watch-replaced-through-sys-modules": (
         """
         import contextlib, sys
@@ -272,7 +276,7 @@ def test_every_route_loses_every_point(tmp_path, route, module):
 
 
 # Correct by-hand versions that make tensors of Python data (constants, indices from ranges
-# and lists, filled tensors): the watch sees them made, and they keep every point.
+# and lists, filled tensors): the tracer records them made, and they keep every point.
 CORRECT = {
     "objective": [
         {
@@ -349,10 +353,10 @@ def test_a_correct_version_making_tensors_of_python_data_keeps_every_point(tmp_p
     assert all(c["passed"] for c in checks), [(c["id"], c["hint"]) for c in checks]
 
 
-# The watch alone: names built at run time, which no reading of the code can follow. Each
+# The graph alone: names built at run time, which no reading of the code can follow. Each
 # route for each function ({library} is the library call the rule forbids).
 C = 'getattr(torch, "_" + "C")'
-WATCHED = {
+RUN_TIME_ROUTES = {
     "thread-started-in-the-call": """
         import threading
         def {name}({signature}):
@@ -398,8 +402,8 @@ WATCHED = {
                 out = {{library}}
             return out * 1.0
         """,
-    # Python data is no way round: the watch sees every tensor made into it, and every moment
-    # the student's code runs with the watch off.
+    # Python data is no way round: a tensor made of numbers the tracer did not see computed is
+    # a constant of the graph, which the checker refuses.
     "dispatch-off-into-python-data": f"""
         def {{name}}({{signature}}):
             with {C}._DisableTorchDispatch():
@@ -433,7 +437,7 @@ WATCHED = {
             sys.setprofile(hook)
             return torch.tensor(values)
         """,
-    "a-subclass-computes-inside-the-watch": f"""
+    "a-subclass-computes-inside-the-trace": f"""
         class _Inside(torch.Tensor):
             @classmethod
             def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -457,9 +461,9 @@ DISPATCH_OFF_INTO_A_BUFFER = f"""
     """
 
 
-def _watched_module(route: str, name: str) -> str:
+def _route_module(route: str, name: str) -> str:
     spec = FUNCTIONS[name]
-    text = textwrap.dedent(WATCHED[route]).format(
+    text = textwrap.dedent(RUN_TIME_ROUTES[route]).format(
         name=name,
         signature=spec.signature,
         library=spec.library,
@@ -469,13 +473,13 @@ def _watched_module(route: str, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def watched_client(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("watched")
+def traced_client(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("traced")
     target = build_target(directory)
-    for route in WATCHED:
+    for route in RUN_TIME_ROUTES:
         for name in FUNCTIONS:
             module = f"{route}_{name}".replace("-", "_")
-            (target / f"{module}.py").write_text(_watched_module(route, name))
+            (target / f"{module}.py").write_text(_route_module(route, name))
     (target / "dispatch_off_into_a_buffer.py").write_text(
         "import torch\n" + textwrap.dedent(DISPATCH_OFF_INTO_A_BUFFER)
     )
@@ -490,47 +494,61 @@ def watched_client(tmp_path_factory):
     client.close()
 
 
-def test_the_lesson_process_has_its_seccomp_filter(watched_client):
+def _graded(client: WorkerClient, function: str, name: str) -> torch.Tensor:
+    """``function`` called as the plugin calls a by-hand one: traced in the lesson process,
+    its graph judged and run by the checker (graders/graph.py), with the second draw."""
+    client.fresh()
+    inputs = _inputs(name)
+    traced, _ = client.call(function, inputs, {}, 10, trace=True)
+    rule = FUNCTIONS[name].rule(name)
+    return graph.graded_value(traced, rule, inputs, {}, time.monotonic() + 60, _expected_of(name))
+
+
+def _expected_of(name: str):
+    return lambda *inputs: _expected(name, list(inputs))
+
+
+def test_the_lesson_process_has_its_seccomp_filter(traced_client):
     if not sys.platform.startswith("linux"):
         pytest.skip("seccomp is Linux's")
-    assert watched_client.limits()["seccomp"] is True
+    assert traced_client.limits()["seccomp"] is True
+
+
+def _loses(client: WorkerClient, function: str, name: str) -> str:
+    """How a route loses its points on the graph: refused, caught by the second draw (a
+    number computed out of the tracer's sight is frozen in the graph), or a value that is not
+    the library's answer (what ran out of sight never happened in the checker's run)."""
+    try:
+        value = _graded(client, function, name)
+    except (CheckFailed, StudentError) as failed:
+        return str(failed)
+    assert not torch.allclose(value, _expected(name, _inputs(name)), atol=1e-4), function
+    return "wrong value"
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-@pytest.mark.parametrize("route", sorted(WATCHED))
-def test_the_watch_alone_refuses_the_route(watched_client, route, name):
-    watched_client.fresh()
+@pytest.mark.parametrize("route", sorted(RUN_TIME_ROUTES))
+def test_the_graph_alone_refuses_the_route(traced_client, route, name):
     module = f"{route}_{name}".replace("-", "_")
-    with pytest.raises(StudentError) as refused:
-        watched_client.call(
-            f"{module}.{name}", _inputs(name), {}, 10, rule=FUNCTIONS[name].rule(name)
-        )
-    if not route.startswith("thread-"):  # a thread cannot even start (seccomp) where it runs
-        assert refused.value.type_name == "ForbiddenCall", refused.value.detail
+    why = _loses(traced_client, f"{module}.{name}", name)
+    if route.startswith("thread-"):  # a thread cannot even start (seccomp) where it runs
+        return
+    # The library's answer, one number for cross_entropy, is a constant of the graph: refused
+    # where it is a tensor of many, and frozen (wrong on the second draw) where it is one.
+    assert "traced computation was refused" in why or "wrong one on other inputs" in why, why
 
 
-def test_the_watch_alone_refuses_a_library_op_into_a_watched_buffer(watched_client):
-    watched_client.fresh()
-    with pytest.raises(StudentError) as refused:
-        watched_client.call(
-            "dispatch_off_into_a_buffer.cross_entropy",
-            _inputs("cross_entropy"),
-            {},
-            10,
-            rule=FUNCTIONS["cross_entropy"].rule("cross_entropy"),
-        )
-    assert refused.value.type_name == "ForbiddenCall", refused.value.detail
+def test_a_library_op_written_into_a_buffer_out_of_sight_never_ran_for_the_checker(
+    traced_client,
+):
+    why = _loses(traced_client, "dispatch_off_into_a_buffer.cross_entropy", "cross_entropy")
+    assert why == "wrong value" or "wrong one on other inputs" in why, why
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_the_watch_keeps_a_correct_by_hand_version(watched_client, name):
-    watched_client.fresh()
-    module = FUNCTIONS[name].module
-    inputs = _inputs(name)
-    value, _ = watched_client.call(
-        f"{module}.{name}", inputs, {}, 10, rule=FUNCTIONS[name].rule(name)
-    )
-    assert torch.allclose(value, _expected(name, inputs), atol=1e-6)
+def test_the_graph_of_a_correct_by_hand_version_gives_its_answer(traced_client, name):
+    value = _graded(traced_client, f"{FUNCTIONS[name].module}.{name}", name)
+    assert torch.allclose(value, _expected(name, _inputs(name)), atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -542,13 +560,9 @@ def test_the_watch_keeps_a_correct_by_hand_version(watched_client, name):
         for name in codes
     ],
 )
-def test_the_watch_sees_tensors_made_of_python_data(watched_client, module, number, name):
-    watched_client.fresh()
-    inputs = _inputs(name)
-    value, _ = watched_client.call(
-        f"correct_{module}_{number}.{name}", inputs, {}, 10, rule=FUNCTIONS[name].rule(name)
-    )
-    assert torch.allclose(value, _expected(name, inputs), atol=1e-6)
+def test_the_graph_keeps_tensors_made_of_python_data(traced_client, module, number, name):
+    value = _graded(traced_client, f"correct_{module}_{number}.{name}", name)
+    assert torch.allclose(value, _expected(name, _inputs(name)), atol=1e-6)
 
 
 def test_every_rule_names_its_own_lesson():

@@ -302,6 +302,54 @@ def test_a_forged_graph_is_refused(data, cause):
         _run_forged(data)
 
 
+LAYER_NORM_RULE = MANIFEST.lesson("block").rule("layer_norm")
+BIG = 1 << 20  # elements on a side: their product, 4 TB of floats, could not even be allocated
+
+
+def _op(name: str, overload: str, *refs: int) -> dict:
+    return {"op": name, "overload": overload, "args": [{"ref": r} for r in refs], "kwargs": {}}
+
+
+@pytest.mark.parametrize(
+    ("node", "inputs"),
+    [
+        (_op("aten::mul", "Tensor", 0, 1), [torch.ones(BIG, 1), torch.ones(1, BIG)]),
+        (_op("aten::bmm", "default", 0, 1), [torch.ones(1, BIG, 1), torch.ones(1, 1, BIG)]),
+    ],
+)
+def test_an_op_past_the_bound_is_refused_before_it_runs(node, inputs):
+    # An allocation this size fails in torch with a message of its own ("does not run"): the
+    # bound's refusal shows the size was told from the shapes, before anything ran.
+    data = _forged([X, {"op": "input", "index": 1}, node], [{"ref": 2}])
+    graph_ = graph.Graph.read(data, LAYER_NORM_RULE, 2)
+    with pytest.raises(graph.Refused, match="more than the grader's bound"):
+        graph_.run(inputs, graph.Budget.of(60))
+
+
+def test_the_checkers_run_of_honest_graphs_imports_neither_sympy_nor_torch_dynamo():
+    # Bounding each op by meta tensors would import both (torch's meta kernels are Python):
+    # a second and a half before the first verdict of every lesson that traces.
+    script = (
+        "import sys, time, torch\n"
+        "from graders import graph\n"
+        "from tests.graders.test_graph import MANIFEST, _inputs, _traced\n"
+        "from tests.support.graph_submissions import HONEST\n"
+        "from graders.secret import oracles\n"
+        "for name, (module, function, source) in sorted(HONEST.items()):\n"
+        "    args, kwargs = _inputs(function)\n"
+        "    rule = MANIFEST.lesson(module).rule(function)\n"
+        "    oracle = None if function == 'adamw_step' else oracles.named(function)\n"
+        "    traced = _traced(module, function, source, args, kwargs)\n"
+        "    graph.graded_value(traced, rule, args, kwargs, graph.Budget.of(60), oracle)\n"
+        "print(len(HONEST), 'sympy' in sys.modules, 'torch._dynamo' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split()[1:] == ["False", "False"], done.stdout + done.stderr
+    assert int(done.stdout.split()[0]) >= 5
+
+
 def test_a_forged_graph_that_computes_by_hand_is_a_by_hand_computation():
     # Whatever the lesson process sends, what runs here is what is graded.
     data = _forged(

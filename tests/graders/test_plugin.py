@@ -5,6 +5,7 @@ arguments earned the "raises ValueError" checks with no exercise written)."""
 from __future__ import annotations
 
 import io
+import secrets
 
 import pytest
 from variants import Variant, build_target
@@ -141,7 +142,9 @@ def test_a_library_optimizer_is_refused_by_its_graph_and_flagged_by_the_reading(
     """adamw_step stepping a torch.optim.AdamW, in a file saved with a byte-order mark (such a
     file was once left out of the reading): its traced computation holds the optimizer's own
     profiler operation, outside the rule's allow list, so the graph costs it its points; the
-    reading lists it under flagged with its file and line for the instructor."""
+    reading lists it under flagged with its file and line for the instructor. Graded as
+    autograde grades (a secret seed, the hidden checks), every check of adamw_step is decided
+    on that graph: the hidden adamw-random too, whose inputs no release holds."""
     from rich.console import Console
 
     import graders
@@ -176,15 +179,19 @@ def test_a_library_optimizer_is_refused_by_its_graph_and_flagged_by_the_reading(
         hidden=True,
         functions=["adamw_step"],
         json_path=tmp_path / "r.json",
+        input_seed=secrets.randbits(62) | 1,
+        reveal_hidden=True,
     )
     (lesson,) = report["lessons"]
     (flag,) = lesson["flagged"]
     assert (flag["function"], flag["file"], flag["line"]) == ("adamw_step", "training.py", line)
     assert "torch.optim.AdamW" in flag["reason"]
     checks = [c for c in lesson["checks"] if c["function"] == "adamw_step"]
-    refused = [c for c in checks if "traced computation was refused" in (c["detail"] or "")]
-    assert refused and all("profiler::" in c["detail"] for c in refused), checks
-    assert sum(c["points"] for c in checks) < sum(c["max_points"] for c in checks)
+    assert "adamw-random" in {c["id"] for c in checks if c["hidden"]}, checks
+    for check in checks:
+        assert check["points"] == 0, check
+        assert "traced computation was refused" in check["detail"], check
+        assert "profiler::" in check["detail"], check
     console = Console(file=io.StringIO(), width=200)
     render_lesson(console, lesson)
     shown = console.file.getvalue()

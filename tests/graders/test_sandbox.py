@@ -1,6 +1,6 @@
 """The student's process is isolated: the worker's own limits everywhere, and bubblewrap's
 sandbox (graders/sandbox.py, what autograde runs) on Linux: no capabilities, a private root
-with nothing of the repository, no network, a process cap, and the by-hand watch still on."""
+with nothing of the repository, no network, a process cap, and by-hand functions still traced."""
 
 from __future__ import annotations
 
@@ -72,10 +72,10 @@ def test_a_kept_worker_serves_the_next_run_as_a_new_one_would(tmp_path):
     assert third[0] == "third" and third[1] != first[1] and starts == 1
 
 
-def test_the_watch_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_path, monkeypatch):
+def test_tracing_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_path, monkeypatch):
     """torch imports torch._dynamo (a second or more) the first time an optimizer is made, and
-    would at a dispatch mode's first operation, but the by-hand watch opts out of that
-    (graders/worker/by_hand.py): a watched call runs without it. Before a scenario that makes an
+    would at a dispatch mode's first operation, but the tracer opts out of that
+    (graders/worker/tracing.py): a traced call runs without it. Before a scenario that makes an
     optimizer, the worker imports it and forks a new lesson process, so no check's clock
     pays for it."""
     import graders.client
@@ -84,20 +84,19 @@ def test_the_watch_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_
     code = """
         def perplexity(loss):
             import sys, torch
-            torch.ones(2) * loss  # an operation the watch sees
+            torch.ones(2) * loss  # an operation the tracer records
             return "torch._dynamo" in sys.modules
     """
     target = build_target(tmp_path, [Variant("objective", "perplexity", "dynamo", code)])
-    rule = {"ops": ["aten::exp"], "allow": [], "message": "perplexity by hand"}
     client = WorkerClient(target)
     try:
         plain = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
-        watched = client.call("objective.perplexity", [1.0], {}, timeout=60, rule=rule)[0]
+        traced = client.call("objective.perplexity", [1.0], {}, timeout=60, trace=True)[0][0]
         client._prepare(dynamo=True)  # what a scenario in OPTIMIZING_SCENARIOS asks first
         after = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
     finally:
         client.close()
-    assert (plain, watched, after) == (False, False, True)
+    assert (plain, traced, after) == (False, False, True)
 
 
 PROBE = r"""
@@ -221,7 +220,8 @@ def test_a_kept_sandboxed_worker_grades_the_targets_files_as_they_are_now(tmp_pa
 @pytest.mark.slow
 @pytest.mark.parametrize("binding", ["default-argument", "name-built-at-run-time"])
 def test_by_hand_rule_holds_in_the_sandbox(tmp_path, binding):
-    """What autograde runs: the code is read in the checker, the watch runs in the sandbox."""
+    """What autograde runs: the call is traced in the sandbox, its graph judged and run in the
+    checker."""
     import graders
 
     require("bubblewrap")
