@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -501,7 +500,7 @@ def _graded(client: WorkerClient, function: str, name: str) -> torch.Tensor:
     inputs = _inputs(name)
     traced, _ = client.call(function, inputs, {}, 10, trace=True)
     rule = FUNCTIONS[name].rule(name)
-    return graph.graded_value(traced, rule, inputs, {}, time.monotonic() + 60, _expected_of(name))
+    return graph.graded_value(traced, rule, inputs, {}, graph.Budget.of(60), _expected_of(name))
 
 
 def _expected_of(name: str):
