@@ -463,6 +463,7 @@ class WorkerClient:
         launched = self.pool.take_early(self.target, sandbox=sandbox, memory=memory)
         proc = self.pool.take_idle(self.target, sandbox=sandbox, memory=memory, renew=self._renew)
         if proc is not None:
+            assert isinstance(proc, _Process)  # the pool keeps what clients gave it
             if launched is not None:
                 launched.kill()
             return proc
@@ -500,7 +501,7 @@ class WorkerClient:
         if self._proc is None or not self._proc.alive:
             if self._proc is not None:
                 self.failures += 1
-            self._proc = self.pool.take_spare(self) or self._spawn()
+            self._proc = self._take_spare() or self._spawn()
             if self.failures:
                 self.pool.keep_spare(self, self._spawn())
 
@@ -529,11 +530,16 @@ class WorkerClient:
                 # it, or it died while it was kept): a new one.
                 self._proc.kill()
                 self.failures += 1
-                self._proc = self.pool.take_spare(self) or self._spawn()
+                self._proc = self._take_spare() or self._spawn()
+
+    def _take_spare(self) -> _Process | None:
+        proc = self.pool.take_spare(self)
+        assert proc is None or isinstance(proc, _Process)  # the spare this client kept
+        return proc
 
     def close(self) -> None:
         """End this client's workers; a healthy one waits in the pool for the next client."""
-        for proc in (self._proc, self.pool.take_spare(self)):
+        for proc in (self._proc, self._take_spare()):
             if proc is not None:
                 self.pool.keep(self.target, sandbox=self.sandbox, memory=self.memory, proc=proc)
         self._proc = None

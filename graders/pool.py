@@ -30,15 +30,22 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .launch import Launched, bundle, command, environment
 from .worker import limits
 
-if TYPE_CHECKING:
-    from .client import _Process
-
 IDLE_WORKERS = 1  # kept per kind of worker (each holds torch: hundreds of MB)
+
+
+class Kept(Protocol):
+    """What the pool asks of a kept worker (graders/client.py's ``_Process``)."""
+
+    def running(self) -> bool: ...
+
+    def retire(self) -> bool: ...
+
+    def kill(self) -> None: ...
 
 
 def keeps_idle_workers() -> bool:
@@ -58,8 +65,8 @@ class WorkerPool:
         # waits on a process), so one thread's slow worker holds up no other thread.
         self._lock = threading.Lock()
         self._early: dict[tuple, Launched] = {}
-        self._idle: dict[tuple, list[_Process]] = {}
-        self._spares: dict[object, _Process] = {}
+        self._idle: dict[tuple, list[Kept]] = {}
+        self._spares: dict[object, Kept] = {}
         atexit.register(self.close)
 
     def __enter__(self) -> WorkerPool:
@@ -134,8 +141,8 @@ class WorkerPool:
         *,
         sandbox: bool,
         memory: int,
-        renew: Callable[[_Process], bool],
-    ) -> _Process | None:
+        renew: Callable[[Any], bool],
+    ) -> Kept | None:
         """A kept worker that still lives and that ``renew`` readies for this grading (the
         main thread only); the dead and the unready are ended on the way."""
         if not keeps_idle_workers():
@@ -151,11 +158,11 @@ class WorkerPool:
                 return proc
             proc.kill()
 
-    def keep(self, target: Path | str, *, sandbox: bool, memory: int, proc: _Process) -> None:
+    def keep(self, target: Path | str, *, sandbox: bool, memory: int, proc: Kept) -> None:
         """A grading is done with ``proc``: it waits, retired, for the next grading of this
         kind, or ends (a full pool, another thread, a worker that cannot retire)."""
         key = self._idle_key(_resolved(target), sandbox, memory)
-        ended: list[_Process] = []
+        ended: list[Kept] = []
         with self._lock:
             if sandbox:  # one sandboxed worker kept in all: this target's
                 for other in [k for k in self._idle if k[0] == "sandbox" and k != key]:
@@ -180,7 +187,7 @@ class WorkerPool:
 
     # -- spare ---------------------------------------------------------------------------------
 
-    def keep_spare(self, owner: object, proc: _Process) -> None:
+    def keep_spare(self, owner: object, proc: Kept) -> None:
         """``owner``'s spare worker, warming up for its next failure (one per owner)."""
         with self._lock:
             previous = self._spares.pop(owner, None)
@@ -188,7 +195,7 @@ class WorkerPool:
         if previous is not None:
             previous.kill()
 
-    def take_spare(self, owner: object) -> _Process | None:
+    def take_spare(self, owner: object) -> Kept | None:
         with self._lock:
             return self._spares.pop(owner, None)
 

@@ -12,7 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_manifest
+from core.manifest import (
+    DEFAULT_REPORT,
+    ROOT,
+    Check,
+    Lesson,
+    Manifest,
+    ManifestError,
+    load_manifest,
+)
 
 from .report import Report
 from .sandbox import worker_command
@@ -27,7 +35,6 @@ if TYPE_CHECKING:
 
 GRADERS = Path(__file__).resolve().parent
 DEFAULT_TARGET = ROOT / "exercises"
-DEFAULT_REPORT = ROOT / "build" / "grading-report.json"
 
 
 class GradingError(RuntimeError):

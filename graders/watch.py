@@ -11,7 +11,7 @@ the sandbox shows it is made again from the files as they are before each gradin
 Every POLL_SECONDS the watch reads the modification times and sizes of the package's ``*.py``
 files; when they change (and have stayed the same for another poll, so that a save in several
 writes is seen whole), it re-grades each watched lesson whose fingerprint changed: its module
-and the package's modules that one imports (graders/fingerprint.py), so an edit of
+and the package's modules that one imports (core/fingerprint.py), so an edit of
 attention.py re-grades block as well; an edit of the package's ``__init__.py`` re-grades
 every watched lesson; a save that changes nothing grades nothing. Each grading rewrites its
 lessons in the report and keeps the others (graders/report.py), which is what the progress
@@ -31,9 +31,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from core.fingerprint import fingerprint
 from core.manifest import Lesson, ManifestError, load_manifest
 
-from .fingerprint import fingerprint
 from .pool import WorkerPool, default_pool
 from .runner import DEFAULT_TARGET, GradingError, check_target, grade, select_lessons
 
