@@ -269,8 +269,11 @@ class GradingHost:
         ours, theirs = socket.socketpair()
         try:
             with self._lock:
-                control = self._running_host()
-                socket.send_fds(control, [request], [theirs.fileno(), writing])
+                try:
+                    socket.send_fds(self._running_host(), [request], [theirs.fileno(), writing])
+                except OSError:  # a host that died since it last answered: a new one
+                    self._end()
+                    socket.send_fds(self._running_host(), [request], [theirs.fileno(), writing])
         except OSError:
             os.close(reading)
             ours.close()
@@ -315,6 +318,17 @@ class GradingHost:
             except subprocess.TimeoutExpired:
                 popen.kill()
                 popen.wait()
+
+    @property
+    def pid(self) -> int | None:
+        """The host process's id (None before the first ``run``)."""
+        with self._lock:
+            return None if self._popen is None else self._popen.pid
+
+    def running(self) -> bool:
+        """Whether a host process runs now (one starts with the next ``run`` otherwise)."""
+        with self._lock:
+            return self._popen is not None and self._popen.poll() is None
 
     def close(self) -> None:
         """End the host (and whatever it still runs)."""
