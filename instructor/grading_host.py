@@ -40,14 +40,16 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, NoReturn
 
 from core.cli import die_with_parent, no_fork_here
 from core.manifest import ROOT
+from graders.seed import SEED_VARIABLE
 
 # What every checker imports before it grades, imported once by the host: torch (seconds),
 # pytest, the harness, and the secret half's oracles and dependencies where they are installed.
@@ -68,15 +70,19 @@ WARM = (
 START_TIMEOUT = 300.0  # seconds for a new host to import WARM and fork a first child
 REPLY_TIMEOUT = 60.0  # seconds for the status once the child's output has ended
 MAX_REQUEST = 1 << 20  # bytes of one request (its environment, mostly)
+# Variables of a request that are the child's alone: the secret seed never reaches the host's
+# environment, and pytest's name of the test running (which nothing reads on import) changes
+# with every test of the project's suite, not what a host has imported.
+PER_CHILD = (SEED_VARIABLE, "PYTEST_CURRENT_TEST")
 
 
 # -- the host's side ---------------------------------------------------------------------------
 
 
-def warm_up() -> None:
-    """Import :data:`WARM` (a module the tree lacks, the secret half in a release, is left to
+def warm_up(modules: Sequence[str]) -> None:
+    """Import ``modules`` (a module the tree lacks, the secret half in a release, is left to
     the child, which reports it as the cold command would)."""
-    for name in WARM:
+    for name in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 
@@ -164,6 +170,7 @@ def _child(argv: list[str], env: dict[str, str], cwd: str, output: int) -> NoRet
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        tempfile.tempdir = None  # found again from this environment's TMPDIR
         from graders import __main__ as command
 
         sys.argv = [command.__file__, *argv]
@@ -199,10 +206,11 @@ def _max_fd() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m instructor.grading_host FD``: FD is the host's end of the control socket."""
+    """``python -m instructor.grading_host FD MODULE...``: FD is the host's end of the control
+    socket, the modules what it imports before it forks."""
     args = sys.argv[1:] if argv is None else argv
     control = socket.socket(fileno=int(args[0]))
-    warm_up()
+    warm_up(args[1:])
     serve(control)
     return 0
 
@@ -214,23 +222,35 @@ class GradingHost:
     """A caller's host process, started on first use and again if it has died (it dies with
     the thread that started it: the threads engine's threads end with each autograde)."""
 
-    def __init__(self) -> None:
+    def __init__(self, warm: Sequence[str] = WARM) -> None:
+        self.warm = list(warm)  # what the host imports (the project's tests import less)
         self._lock = threading.Lock()
         self._popen: subprocess.Popen | None = None
         self._control: socket.socket | None = None
+        self._env: dict[str, str] = {}  # the host's environment
 
-    def _running_host(self) -> socket.socket:
-        """The control socket of a host that runs (started now if none does); the lock held."""
-        if self._popen is not None and self._popen.poll() is None and self._control is not None:
+    def _running_host(self, env: dict[str, str]) -> socket.socket:
+        """The control socket of a host that runs in ``env`` (started now if none does); the
+        lock held. What reads the environment when it is imported (torch, tempfile's folder)
+        read the one a cold command would have: a request in another starts another host."""
+        if (
+            self._popen is not None
+            and self._popen.poll() is None
+            and self._control is not None
+            and self._env == env
+        ):
             return self._control
         self._end()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH",)}
-        env["PYTHONPATH"] = str(ROOT)
-        env.pop("COURSE_INPUT_SEED", None)  # a seed reaches a child only in its own request
         try:
             self._popen = subprocess.Popen(
-                [sys.executable, "-m", "instructor.grading_host", str(theirs.fileno())],
+                [
+                    sys.executable,
+                    "-m",
+                    "instructor.grading_host",
+                    str(theirs.fileno()),
+                    *self.warm,
+                ],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -247,7 +267,7 @@ class GradingHost:
             raise
         finally:
             theirs.close()
-        self._control = mine
+        self._control, self._env = mine, env
         return mine
 
     def run(
@@ -265,15 +285,16 @@ class GradingHost:
         could not run it (the caller runs the cold command). ``started`` and ``ended`` are
         told the child's process group while it runs (what an interrupted autograde stops)."""
         request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
+        base = {k: v for k, v in env.items() if k not in PER_CHILD}
         reading, writing = os.pipe()
         ours, theirs = socket.socketpair()
         try:
             with self._lock:
                 try:
-                    socket.send_fds(self._running_host(), [request], [theirs.fileno(), writing])
+                    socket.send_fds(self._running_host(base), [request], [theirs.fileno(), writing])
                 except OSError:  # a host that died since it last answered: a new one
                     self._end()
-                    socket.send_fds(self._running_host(), [request], [theirs.fileno(), writing])
+                    socket.send_fds(self._running_host(base), [request], [theirs.fileno(), writing])
         except OSError:
             os.close(reading)
             ours.close()

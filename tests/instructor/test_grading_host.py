@@ -19,6 +19,7 @@ from instructor.grading_host import GradingHost, _read_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+USAGE = ["--watch", "--strict"]  # an error the checker reports before it loads torch
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def _cold(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, bytes]:
 
 
 def test_a_forked_checker_answers_as_the_cold_command(host):
-    for argv in (["--help"], ["--watch", "--strict"]):
+    for argv in (["--help"], USAGE):
         assert host.run(argv, ENV, str(ROOT), 300) == _cold(argv, ENV, ROOT), argv
 
 
@@ -57,8 +58,29 @@ def test_the_child_has_its_own_environment_and_directory(host, tmp_path):
     assert (status, out) == _cold(["embeddings"], seeded, ROOT)
 
 
-def test_a_host_that_died_is_started_again(host):
-    assert host.run(["--watch", "--strict"], ENV, str(ROOT), 300) is not None
+@pytest.fixture
+def light_host():
+    """A host that imports nothing ahead (a cheap one to start again): what it forks imports
+    what it needs, as a cold command does."""
+    made = GradingHost(warm=())
+    yield made
+    made.close()
+
+
+def test_a_host_runs_in_its_requests_environment_but_for_the_seed(light_host):
+    assert light_host.run(USAGE, ENV, str(ROOT), 300) == _cold(USAGE, ENV, ROOT)
+    first = light_host.pid
+    per_child = {**ENV, "COURSE_INPUT_SEED": "5", "PYTEST_CURRENT_TEST": "another test"}
+    assert light_host.run(USAGE, per_child, str(ROOT), 300) == _cold(USAGE, ENV, ROOT)
+    assert light_host.pid == first, "a seed of its own started another host"
+    other = {**ENV, "TMPDIR": str(ROOT / "build")}  # read at import: a host of its own
+    assert light_host.run(USAGE, other, str(ROOT), 300) == _cold(USAGE, ENV, ROOT)
+    assert light_host.pid not in (None, first)
+
+
+def test_a_host_that_died_is_started_again(light_host):
+    host = light_host
+    assert host.run(USAGE, ENV, str(ROOT), 300) is not None
     first = host.pid
     assert first is not None
     os.kill(first, signal.SIGKILL)
@@ -67,7 +89,7 @@ def test_a_host_that_died_is_started_again(host):
         assert waited < 60, "the killed host still runs"  # hang guard
         time.sleep(0.05)
         waited += 0.05
-    status, out = host.run(["--watch", "--strict"], ENV, str(ROOT), 300)
+    status, out = host.run(USAGE, ENV, str(ROOT), 300)
     assert status == 2 and out.startswith(b"error: --strict needs a grading that ends")
     assert host.pid not in (None, first)
 
