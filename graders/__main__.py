@@ -104,17 +104,20 @@ def submit(lesson: str) -> int:
     return 0
 
 
-def _traces(lessons: list[str] | None) -> bool:
+def _traces(lessons: list[str] | None, target: Path) -> bool | None:
     """Whether a chosen lesson has a function graded on its operator graph (its worker readies
-    the tracer while this process starts); a bad name is the grading's to report."""
+    the tracer while this process starts); None when a name or the target is bad, which the
+    grading reports before any worker could serve it."""
     from core.manifest import load_manifest
 
-    from .runner import GradingError, select_lessons
+    from .runner import GradingError, check_target, select_lessons
 
     try:
-        return any(lesson.traces for lesson in select_lessons(load_manifest(), lessons))
+        chosen = select_lessons(load_manifest(), lessons)
+        check_target(target, chosen)
     except GradingError:
-        return False
+        return None
+    return any(lesson.traces for lesson in chosen)
 
 
 def main(argv: list[str] | None = None, pool: WorkerPool | None = None) -> int:
@@ -152,7 +155,9 @@ def grade_and_print(args: argparse.Namespace, pool: WorkerPool | None = None) ->
     # one that will serve (graders/pool.py).
     pool = pool if pool is not None else default_pool()
     target = args.target if args.target is not None else DEFAULT_TARGET
-    pool.start_early(target, sandbox=args.sandbox, trace=_traces(args.lessons))
+    traces = _traces(args.lessons, target)
+    if traces is not None:
+        pool.start_early(target, sandbox=args.sandbox, trace=traces)
     from rich.console import Console
 
     from .terminal import Ticker, render_total

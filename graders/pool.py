@@ -95,12 +95,11 @@ class WorkerPool:
         serve that grading. Returns the one started; a start that fails here is left to the
         grading, which reports it."""
         key = (_resolved(target), sandbox, memory)
-        with self._lock:
-            if key in self._early or (
-                keeps_idle_workers() and self._idle.get(self._idle_key(*key))
-            ):
-                return None
         try:
+            idle_key = self._idle_key(*key)
+            with self._lock:
+                if key in self._early or (keeps_idle_workers() and self._idle.get(idle_key)):
+                    return None
             launched = Launched(
                 command(key[0], sandbox=sandbox, memory=memory, trace=trace), bundle()
             )

@@ -87,3 +87,16 @@ def test_no_worker_starts_early_where_a_kept_one_will_serve(tmp_path):
         assert pool.held() == {"early": 0, "idle": 1, "spare": 0}
     assert second == first and again.starts == 0
     assert pool.held() == {"early": 0, "idle": 0, "spare": 0}, "closing the pool kept a worker"
+
+
+def test_a_grading_that_cannot_run_starts_no_worker_early(tmp_path, capfd):
+    """A bad lesson or target is reported before any worker could serve it: starting one
+    early would only cost a torch import (and, in a process that grades again, keep it)."""
+    from graders.__main__ import main
+
+    with WorkerPool() as pool:
+        assert main(["--target", str(tmp_path / "no-such-dir")], pool=pool) == 2
+        assert main(["nosuchlesson", "--target", str(ROOT / "solutions")], pool=pool) == 2
+        assert pool.held() == {"early": 0, "idle": 0, "spare": 0}
+    errors = capfd.readouterr().err.splitlines()
+    assert len(errors) == 2 and all(line.startswith("error: ") for line in errors), errors
