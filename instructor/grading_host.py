@@ -128,7 +128,14 @@ def _accept(control: socket.socket, children: dict[int, socket.socket]) -> None:
         os.close(output)
         reply.close()
         return
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had now: the caller runs the cold command
+        os.close(output)
+        with contextlib.suppress(OSError):
+            reply.sendall(b'{"pid": null}\n')
+        reply.close()
+        return
     if pid == 0:
         _child(argv, env, cwd, output)
     os.close(output)
@@ -305,17 +312,18 @@ class GradingHost:
         try:
             with ours, ours.makefile("rb") as replies:
                 ours.settimeout(START_TIMEOUT)
-                pid = _field(replies, "pid")
+                answered, pid = _field(replies, "pid")
                 if pid is None:
-                    # The host died, never started or is too slow: it ends (a child it forks
-                    # late dies with it), and nothing of this submission ran.
-                    self.close()
+                    if not answered:
+                        # The host died, never started or is too slow: it ends (a child it
+                        # forks late dies with it), and nothing of this submission ran.
+                        self.close()
                     return None
                 started(pid)
                 try:
                     out, stopped = _read_until(reading, time.monotonic() + timeout, pid)
                     ours.settimeout(REPLY_TIMEOUT)
-                    status = _field(replies, "status")
+                    status = _field(replies, "status")[1]
                 finally:
                     ended(pid)
         finally:
@@ -357,14 +365,14 @@ class GradingHost:
             self._end()
 
 
-def _field(replies: IO[bytes], name: str) -> int | None:
-    """The next reply line's ``name``, or None (the host went away, or said nothing in time)."""
+def _field(replies: IO[bytes], name: str) -> tuple[bool, int | None]:
+    """Whether the host answered (False: it went away, or said nothing in time), and the next
+    reply line's ``name`` (None where it said none: it could not fork)."""
     try:
-        line = replies.readline()
-        value = json.loads(line)[name]
+        value = json.loads(replies.readline())[name]
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return value if isinstance(value, int) else None
+        return False, None
+    return True, value if isinstance(value, int) else None
 
 
 def _read_until(fd: int, deadline: float, pid: int) -> tuple[bytes, bool]:
