@@ -4,6 +4,7 @@
     python bench/autograde_throughput.py --lesson tokens --submissions 8 --workers 1 2 4
     python bench/autograde_throughput.py --no-sandbox           # the sandbox's cost
     python bench/autograde_throughput.py --engine threads       # without Dask
+    python bench/autograde_throughput.py --checker cold         # no warm grading host
 
 Releases the lesson into a temporary nbgrader course and generates N submissions (N students):
 the reference solution, with one function in three replaced by the stub, so that grading sees
@@ -20,6 +21,14 @@ Each worker count is timed ``--repeat`` times (default 3), the counts taking tur
 2, ...) so that a slow spell of a shared machine falls on both; every run is printed, and the
 table and the ratio use each count's fastest run, as ``timeit`` does: the run least disturbed
 by other work on the machine is the closest to what the code costs.
+
+``--checker``: how each submission's checker starts, ``warm`` (forked from the warm grading
+host, instructor/grading_host.py: what autograde does) and ``cold`` (a fresh ``python -m
+graders``, ``COURSE_COLD_GRADING=1``), both by default, taking turns like the worker counts; the
+last lines compare them, CPU and wall seconds per submission. A host's CPU is counted once it
+has ended: the bench ends this process's host after each run (with ``--engine threads``, or
+Dask's workers as threads, it is this process's child); a Dask worker process ends its own at
+its exit, before the cluster's close returns.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per worker count (best kept)")
     parser.add_argument("--engine", choices=["dask", "threads"], default="dask")
     parser.add_argument("--no-sandbox", dest="sandbox", action="store_false")
+    parser.add_argument("--checker", nargs="+", choices=["warm", "cold"], default=["warm", "cold"])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "bench")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -53,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     from core.manifest import load_manifest
     from instructor.autograde import autograde
     from instructor.course import Course
+    from instructor.grading import COLD_VARIABLE
+    from instructor.grading_host import shared_host
     from instructor.release import release
 
     lesson = load_manifest().lesson(args.lesson)
@@ -72,9 +84,15 @@ def main(argv: list[str] | None = None) -> int:
             if i % 3 == 2:  # one in three leaves a function unimplemented
                 module += "\n" + _function(stub, lesson.functions[i % len(lesson.functions)])
             (dest / "exercises" / f"{lesson.module}.py").write_text(module)
-        runs = [(n, workers) for n in range(max(1, args.repeat)) for workers in args.workers]
-        for run, workers in runs:
-            course = Course.at(Path(tmp) / f"run-{run}-{workers}")
+        runs = [
+            (n, checker, workers)
+            for n in range(max(1, args.repeat))
+            for checker in args.checker
+            for workers in args.workers
+        ]
+        for run, checker, workers in runs:
+            os.environ[COLD_VARIABLE] = "1" if checker == "cold" else "0"
+            course = Course.at(Path(tmp) / f"run-{run}-{checker}-{workers}")
             shutil.copytree(base.root, course.root)
             load = os.getloadavg()[0]
             cpu = _children_cpu()
@@ -88,10 +106,14 @@ def main(argv: list[str] | None = None) -> int:
                 engine=args.engine,
             )
             seconds = time.perf_counter() - started
+            host = shared_host()
+            if host is not None:
+                host.close()  # its CPU counts once it has ended
             cpu = _children_cpu() - cpu + 0.0  # grading runs, workers (joined at the end)
             recorded = [o for o in outcomes if o.recorded and o.graded]
             rows.append(
                 {
+                    "checker": checker,
                     "workers": workers,
                     "run": run + 1,
                     "submissions": len(outcomes),
@@ -112,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             row = rows[-1]
             print(
-                f"run {run + 1}, {workers} worker(s): "
+                f"run {run + 1}, {checker} checker, {workers} worker(s): "
                 f"{len(recorded)} submissions in {seconds:.1f} s = "
                 f"{row['submissions_per_minute']:.2f} per minute, "
                 f"{row['seconds_per_submission']:.2f} s each amortised "
@@ -125,9 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     # A run that failed to record a submission is never the fastest (it is still printed).
     best = [
         max(
-            (r for r in rows if r["workers"] == workers),
+            (r for r in rows if (r["checker"], r["workers"]) == (checker, workers)),
             key=lambda r: (r["recorded"] == r["submissions"], r["submissions_per_minute"]),
         )
+        for checker in args.checker
         for workers in args.workers
     ]
     first = best[0]["submissions_per_minute"] if best else 0
@@ -137,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         "lesson": args.lesson,
         "sandbox": args.sandbox,
         "engine": args.engine,
+        "checkers": args.checker,
         "release_seconds": round(release_seconds, 1),
         "cpus": os.cpu_count(),
         "machine": platform.platform(),
@@ -147,14 +171,29 @@ def main(argv: list[str] | None = None) -> int:
     rows = best
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "autograde_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(f"fastest run of each worker count ({max(1, args.repeat)} run(s) each):")
-    print(f"{'workers':>7}  {'subs/min':>8}  {'wall s':>6}  {'s/sub':>6}  {'speed-up':>8}  load")
+    print(f"fastest run of each checker and worker count ({max(1, args.repeat)} run(s) each):")
+    print(
+        f"{'checker':>7}  {'workers':>7}  {'subs/min':>8}  {'wall s':>6}  {'s/sub':>6}  "
+        f"{'CPU s/sub':>9}  {'speed-up':>8}  load"
+    )
     for row in rows:
         print(
-            f"{row['workers']:>7}  {row['submissions_per_minute']:>8.2f}  "
+            f"{row['checker']:>7}  {row['workers']:>7}  {row['submissions_per_minute']:>8.2f}  "
             f"{row['wall_seconds']:>6.1f}  {row['seconds_per_submission']:>6.2f}  "
-            f"{row['speedup']:>7.2f}x  {row['load_before']:.2f}"
+            f"{row['cpu_seconds_per_submission']:>9.2f}  {row['speedup']:>7.2f}x  "
+            f"{row['load_before']:.2f}"
         )
+    by = {(row["checker"], row["workers"]): row for row in rows}
+    for workers in args.workers:
+        warm, cold = by.get(("warm", workers)), by.get(("cold", workers))
+        if warm and cold and warm["cpu_seconds_per_submission"]:
+            print(
+                f"{workers} worker(s), warm / cold per submission: CPU "
+                f"{warm['cpu_seconds_per_submission']:.2f} / "
+                f"{cold['cpu_seconds_per_submission']:.2f} s, wall "
+                f"{warm['seconds_per_submission']:.2f} / {cold['seconds_per_submission']:.2f} s"
+            )
+    rows = [row for row in rows if row["checker"] == args.checker[0]]
     if len(rows) >= 2:
         print(
             f"ratio {rows[-1]['workers']} workers / {rows[0]['workers']}: "

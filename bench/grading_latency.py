@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graders.fingerprint import fingerprint  # noqa: E402  (the project's, from the checkout)
+from core.fingerprint import fingerprint  # noqa: E402  (the project's, from the checkout)
 from graders.report import NOT_GRADED  # noqa: E402
 
 

@@ -82,6 +82,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "course" / "lessons.toml"
+# Where a grading writes its report unless told otherwise, and where its readers look for it
+# (the compare, the live course's progress, the watch).
+DEFAULT_REPORT = ROOT / "build" / "grading-report.json"
 DEFAULT_TIMEOUT = 10.0
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

@@ -45,9 +45,9 @@ from typing import Any
 
 from core.atomic import atomic_write_bytes
 from core.cli import Parser
-from core.manifest import load_manifest
+from core.fingerprint import fingerprint
+from core.manifest import DEFAULT_REPORT, load_manifest
 from gpt.lessons import replace
-from graders.fingerprint import fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 # Relative difference between the two losses above which the runs count as diverged.
@@ -408,8 +408,6 @@ def judge_evaluation(names: list[str], first: dict, second: dict | None, agree: 
 def tell_grading(report_path: Path | None, target: Path, names: list[str]) -> None:
     """What the last grading of ``target`` says of ``names``: a check failed, every check
     passed with the code as it is now, graded before the last change, or not graded."""
-    from graders.runner import DEFAULT_REPORT
-
     verdicts = last_grading(report_path or DEFAULT_REPORT, target, names)
     if verdicts is None:
         print("No grading report of this package: `nox -s grade` tries the edge cases.")

@@ -18,9 +18,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli import Parser, no_fork_here
+
+if TYPE_CHECKING:
+    from .pool import WorkerPool
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -101,25 +104,30 @@ def submit(lesson: str) -> int:
     return 0
 
 
-def _traces(lessons: list[str] | None) -> bool:
+def _traces(lessons: list[str] | None, target: Path) -> bool | None:
     """Whether a chosen lesson has a function graded on its operator graph (its worker readies
-    the tracer while this process starts); a bad name is the grading's to report."""
+    the tracer while this process starts); None when a name or the target is bad, which the
+    grading reports before any worker could serve it."""
     from core.manifest import load_manifest
 
-    from .runner import GradingError, select_lessons
+    from .runner import GradingError, check_target, select_lessons
 
     try:
-        return any(lesson.traces for lesson in select_lessons(load_manifest(), lessons))
+        chosen = select_lessons(load_manifest(), lessons)
+        check_target(target, chosen)
     except GradingError:
-        return False
+        return None
+    return any(lesson.traces for lesson in chosen)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, pool: WorkerPool | None = None) -> int:
+    """The command line; ``pool`` holds the grading's workers (graders/pool.py; default: the
+    process-wide one, so a process that grades again reuses the worker it kept)."""
     args = parse(argv)
     if args.zip:
         return submit(args.lessons[0])
     try:
-        return grade_and_print(args)
+        return grade_and_print(args, pool)
     except ModuleNotFoundError as error:  # the student's environment lacks a package
         from .where import missing_module
 
@@ -127,12 +135,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def grade_and_print(args: argparse.Namespace) -> int:
+def grade_and_print(args: argparse.Namespace, pool: WorkerPool | None = None) -> int:
     unsupported = no_fork_here("grading")
     if unsupported:
         print(unsupported, file=sys.stderr)
         return 2
-    from .launch import start_early
+    from .pool import default_pool
     from .runner import DEFAULT_REPORT, DEFAULT_TARGET, GradingError, grade
     from .seed import seed_from_environment, seed_from_file
 
@@ -143,10 +151,13 @@ def grade_and_print(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if "graders.client" not in sys.modules:  # else a worker it kept may serve (its _IDLE)
-        # The worker starts now and imports torch while this process does (graders/launch.py).
-        target = args.target if args.target is not None else DEFAULT_TARGET
-        start_early(target, sandbox=args.sandbox, trace=_traces(args.lessons))
+    # The worker starts now and imports torch while this process does, unless the pool keeps
+    # one that will serve (graders/pool.py).
+    pool = pool if pool is not None else default_pool()
+    target = args.target if args.target is not None else DEFAULT_TARGET
+    traces = _traces(args.lessons, target)
+    if traces is not None:
+        pool.start_early(target, sandbox=args.sandbox, trace=traces)
     from rich.console import Console
 
     from .terminal import Ticker, render_total
@@ -164,6 +175,7 @@ def grade_and_print(args: argparse.Namespace) -> int:
         "on_lesson": ticker.lesson,
         "on_check": ticker.check,
         "input_seed": input_seed,
+        "pool": pool,
     }
     try:
         if args.watch:

@@ -1,7 +1,7 @@
 """The checker's side of the grading worker: start it, talk to it, restart it when it fails.
 
-The worker starts once per grading run (Python and torch cost seconds; unsandboxed, a finished
-run's worker waits for the next run of the same process instead, see IDLE_WORKERS) and never
+The worker starts once per grading run (Python and torch cost seconds; a finished run's worker
+waits for the next run of the same process instead, see graders/pool.py) and never
 runs the student's code itself: it forks a fresh lesson process for every lesson
 (milliseconds), so that nothing one lesson's code does to its process (patching torch, say)
 reaches another lesson's checks. A call that times out, crashes its lesson process
@@ -43,13 +43,11 @@ for root). ``--sandbox`` (graders/sandbox.py) is where those are closed.
 
 from __future__ import annotations
 
-import atexit
 import os
 import selectors
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -67,7 +65,8 @@ from .hints import (
     TIMED_OUT,
     TOO_MUCH_OUTPUT,
 )
-from .launch import Launched, bundle, command, environment, take_early
+from .launch import Launched, bundle, command
+from .pool import WorkerPool, default_pool, keeps_idle_workers
 from .sandbox import refresh_copy
 from .shared import SharedTensors
 from .worker import limits, protocol
@@ -160,6 +159,10 @@ class _Process:
         self.tail = bytearray()
         self.buffer = bytearray()
         self.pending = launched.pending  # what of the bundle the socket did not take at once
+
+    def running(self) -> bool:
+        """Whether the worker still lives (its lesson process may not)."""
+        return self.alive and self.popen.poll() is None
 
     def kill(self) -> None:
         if self.alive:
@@ -421,35 +424,14 @@ class _Process:
         return self._fail(f"{what}: the worker died ({how})", CRASHED.format(how=how))
 
 
-# The workers of a finished grading run wait for the next run in this process (instructor
-# tooling grading many targets, the project's tests, ``--watch``): a worker has imported torch
-# and never runs the student's code, only forks lesson processes that do, so a later run forks
-# from it as from a new one and saves the seconds of a start. Unsandboxed, one serves whatever
-# the next run grades (a fork names its target). Sandboxed, one serves the next run of the same
-# target only, with the private copy its sandbox binds made again from the target's files as
-# they are now (graders/sandbox.py's refresh_copy); one is kept in all, the last target's. They
-# are kept only by the main thread: a worker dies with the thread that started it (PDEATHSIG).
-IDLE_WORKERS = 1  # kept per kind of worker (each holds torch: hundreds of MB)
-_IDLE: dict[tuple, list[_Process]] = {}
-
-
-def _keeps_idle_workers() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-@atexit.register
-def _end_idle_workers() -> None:
-    for idle in _IDLE.values():
-        while idle:
-            idle.pop().kill()
-
-
 class WorkerClient:
     """The worker of one target package, with a fresh lesson process for every lesson; see
     the module docstring.
 
     After a failure that killed a worker (not only its lesson process), a spare one is kept
     warm, so that code which kills its worker again and again costs little more than that.
+    ``pool`` holds the worker started early, the idle ones and the spare (graders/pool.py;
+    default: the process-wide one).
     """
 
     def __init__(
@@ -459,8 +441,10 @@ class WorkerClient:
         sandbox: bool = False,
         memory: int = DEFAULT_MEMORY,
         startup_timeout: float = STARTUP_TIMEOUT,
+        pool: WorkerPool | None = None,
     ) -> None:
         self.target = Path(target).resolve()
+        self.pool = pool if pool is not None else default_pool()
         self.sandbox = sandbox
         self.memory = memory
         self.startup_timeout = startup_timeout
@@ -468,24 +452,21 @@ class WorkerClient:
         self._source = bundle()
         self._answers = _dependency_answers()
         self._proc: _Process | None = None
-        self._spare: _Process | None = None
         self.starts = 0  # worker processes started
         self.failures = 0  # workers lost (a failed lesson process costs only a fork)
         self.broken: dict[str, Exception] = {}  # module -> why it cannot be imported
 
     def _spawn(self) -> _Process:
         """A kept worker that still lives (in the main thread), else the one started early
-        for this grading (graders/launch.py), else a new one."""
-        keeps = _keeps_idle_workers()
-        idle = _IDLE.get(self._idle_key(), []) if keeps else []
-        launched = take_early(self.target, sandbox=self.sandbox, memory=self.memory)
-        while idle:
-            proc = idle.pop()
-            if proc.alive and proc.popen.poll() is None and self._renew(proc):
-                if launched is not None:
-                    launched.kill()
-                return proc
-            proc.kill()
+        for this grading, else a new one."""
+        sandbox, memory = self.sandbox, self.memory
+        launched = self.pool.take_early(self.target, sandbox=sandbox, memory=memory)
+        proc = self.pool.take_idle(self.target, sandbox=sandbox, memory=memory, renew=self._renew)
+        if proc is not None:
+            assert isinstance(proc, _Process)  # the pool keeps what clients gave it
+            if launched is not None:
+                launched.kill()
+            return proc
         self.starts += 1
         if launched is None:
             try:
@@ -493,7 +474,7 @@ class WorkerClient:
             except OSError as error:
                 raise WorkerUnavailable(f"cannot start the grading worker: {error}") from error
         proc = _Process(launched)
-        if keeps and not self.sandbox:
+        if keeps_idle_workers() and not self.sandbox:
             proc.target = str(self.target)  # what the forks of a kept worker import
         return proc
 
@@ -515,21 +496,14 @@ class WorkerClient:
             return False
         return True
 
-    def _idle_key(self) -> tuple:
-        """What a kept worker must share with this client's. Unsandboxed: its command but the
-        target (the last two arguments) and its environment (the working directory apart).
-        Sandboxed: the target itself and the memory, as well."""
-        where = ("sandbox", str(self.target), self.memory) if self.sandbox else self._command()[:-2]
-        return (*where, *sorted(environment("").items()), self._source)
-
     def start(self) -> None:
         """Have a worker starting (it imports torch meanwhile); no waiting."""
         if self._proc is None or not self._proc.alive:
             if self._proc is not None:
                 self.failures += 1
-            self._proc, self._spare = self._spare or self._spawn(), None
+            self._proc = self._take_spare() or self._spawn()
             if self.failures:
-                self._spare = self._spawn()
+                self.pool.keep_spare(self, self._spawn())
 
     def fresh(self) -> None:
         """A fresh lesson process from here on (a new lesson begins): nothing the previous
@@ -556,27 +530,19 @@ class WorkerClient:
                 # it, or it died while it was kept): a new one.
                 self._proc.kill()
                 self.failures += 1
-                self._proc = self._spare or self._spawn()
-                self._spare = None
+                self._proc = self._take_spare() or self._spawn()
+
+    def _take_spare(self) -> _Process | None:
+        proc = self.pool.take_spare(self)
+        assert proc is None or isinstance(proc, _Process)  # the spare this client kept
+        return proc
 
     def close(self) -> None:
-        """End this client's workers; a healthy one waits for the next client (see _IDLE)."""
-        key = self._idle_key()
-        if self.sandbox:  # one sandboxed worker kept in all: this target's
-            for other in [k for k in _IDLE if k[0] == "sandbox" and k != key]:
-                for kept in _IDLE.pop(other):
-                    kept.kill()
-        for proc in (self._proc, self._spare):
-            if proc is None:
-                continue
-            idle = _IDLE.setdefault(key, [])
-            if len(idle) >= IDLE_WORKERS or not _keeps_idle_workers():
-                proc.kill()
-            elif proc.retire():
-                idle.append(proc)
-        self._proc = self._spare = None
-
-    kill = close
+        """End this client's workers; a healthy one waits in the pool for the next client."""
+        for proc in (self._proc, self._take_spare()):
+            if proc is not None:
+                self.pool.keep(self.target, sandbox=self.sandbox, memory=self.memory, proc=proc)
+        self._proc = None
 
     # -- requests ------------------------------------------------------------------------------
 

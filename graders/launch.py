@@ -1,9 +1,8 @@
-"""Starting a grading worker: its command line, its process, and a start made early.
+"""Starting a grading worker: its command line and its process.
 
-Torch-free to import. ``python -m graders`` starts its worker (``start_early``) before the
-checker imports torch, pytest and the oracles, so that the worker's import of torch (seconds)
-and the checker's overlap instead of following each other; the grading's
-``graders.client.WorkerClient`` then takes that worker (``take_early``) instead of starting one.
+Torch-free to import: ``python -m graders`` starts its worker before the checker imports torch,
+pytest and the oracles (graders/pool.py's ``start_early``), so that the worker's import of
+torch (seconds) and the checker's overlap instead of following each other.
 
 The worker is ``python -I -c BOOTSTRAP ARGS`` (wrapped by graders/sandbox.py with
 ``--sandbox``, run as another user by graders/worker_user.py where one is named), with one end
@@ -16,7 +15,6 @@ and runs ``serving.main()``. Loaded, the modules leave ``sys.modules`` (and the 
 
 from __future__ import annotations
 
-import atexit
 import functools
 import json
 import os
@@ -184,38 +182,3 @@ def _bound_copy(command: list[str]) -> str | None:
         if word == "--ro-bind" and command[at + 2].startswith(f"{SANDBOX_HOME}/"):
             return command[at + 1]
     return None
-
-
-# One worker started before the grading that will use it, by what it will serve.
-_early: dict[tuple, Launched] = {}
-
-
-def start_early(
-    target: Path, *, sandbox: bool, memory: int = limits.MEMORY, trace: bool = False
-) -> None:
-    """Start the worker a grading of ``target`` will take, now (``trace``: one that will trace
-    a by-hand function); a start that fails here is left to the grading, which reports it."""
-    key = (Path(target).expanduser().resolve(), sandbox, memory)
-    if key in _early:
-        return
-    try:
-        _early[key] = Launched(
-            command(key[0], sandbox=sandbox, memory=memory, trace=trace), bundle()
-        )
-    except Exception:  # noqa: BLE001 - the grading starts its own and reports why it cannot
-        return
-
-
-def take_early(target: Path, *, sandbox: bool, memory: int) -> Launched | None:
-    """The worker ``start_early`` started for this grading, if it did and it still runs."""
-    launched = _early.pop((Path(target).expanduser().resolve(), sandbox, memory), None)
-    if launched is not None and launched.popen.poll() is not None:
-        launched.kill()
-        return None
-    return launched
-
-
-@atexit.register
-def _end_early() -> None:
-    while _early:
-        _early.popitem()[1].kill()

@@ -18,7 +18,7 @@ Two modes:
   ``results/STUDENT/LESSON.json``, which ``python -m instructor autograde`` writes
   by grading the same files (public and hidden checks, sandboxed) before nbgrader runs. The
   report is used only if its fingerprint matches the student's files in this folder and it
-  was graded by the graders as they are now (:func:`.fingerprint.graders_digest`); when it
+  was graded by the graders as they are now (:func:`core.fingerprint.graders_digest`); when it
   is missing or stale (plain ``nbgrader autograde``), the first cell grades the submission
   itself through ``python -m instructor grade-submission``. Hidden checks print
   nothing but their points.
@@ -41,7 +41,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .fingerprint import files_digest, graders_digest
+from core.fingerprint import files_digest, graders_digest
+
 from .report import NOT_GRADED, told_with
 
 RESULTS_ENV = "COURSE_AUTOGRADE_RESULTS"  # folder of STUDENT/LESSON.json (instructors)

@@ -16,7 +16,7 @@ a grading of the same ``target``, with the same ``hidden``, finished), in the ma
 ``points`` and ``max_points`` add up every lesson the report holds; ``complete`` is about the
 latest grading. A lesson's ``graded`` is when its grading finished (UTC, ISO 8601; null while it
 runs) and ``fingerprint`` the sha256 of the files it graded: its module and the package's
-modules that one imports (graders/fingerprint.py), so a reader can tell a result of the code as
+modules that one imports (core/fingerprint.py), so a reader can tell a result of the code as
 it is now from one of an older version.
 
 ``import_error`` is null, or the one line that says why the lesson's module failed to import
@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_write_bytes
+from core.fingerprint import fingerprint
 from core.manifest import ROOT, Check, Lesson, load_manifest, site_url
 
-from .fingerprint import fingerprint
 from .hints import NOT_IMPLEMENTED
 from .rules import Flag
 from .where import released_site

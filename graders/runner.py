@@ -10,21 +10,31 @@ import os
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.manifest import ROOT, Check, Lesson, Manifest, ManifestError, load_manifest
+from core.manifest import (
+    DEFAULT_REPORT,
+    ROOT,
+    Check,
+    Lesson,
+    Manifest,
+    ManifestError,
+    load_manifest,
+)
 
 from .report import Report
 from .sandbox import worker_command
 from .seed import PUBLIC_SEED, SEED_VARIABLE
 from .worker_user import WorkerUserError, user_prefix
 
+if TYPE_CHECKING:
+    from .pool import WorkerPool
+
 # torch, pytest and the harness load only once the arguments are known to be good, so that a
 # usage error is reported at once.
 
 GRADERS = Path(__file__).resolve().parent
 DEFAULT_TARGET = ROOT / "exercises"
-DEFAULT_REPORT = ROOT / "build" / "grading-report.json"
 
 
 class GradingError(RuntimeError):
@@ -105,6 +115,7 @@ def grade(
     manifest_path: Path | str | None = None,
     reveal_hidden: bool = False,
     input_seed: int = 0,
+    pool: WorkerPool | None = None,
 ) -> dict:
     """Grade the package in ``target`` (default exercises/) and return the report dict.
 
@@ -120,7 +131,8 @@ def grade(
     of failed hidden checks in the report: for debugging the graders, never for students.
     ``input_seed``: the seed every check's inputs are drawn from; 0, the public one, gives the
     release's inputs, another (instructor autograde's secret) inputs no release holds
-    (graders/answers.py).
+    (graders/answers.py). ``pool``: where the grading's worker comes from and goes back to
+    (graders/pool.py; default: the process-wide one).
 
     Raises GradingError when grading cannot run; a low score is not an error.
     """
@@ -174,7 +186,7 @@ def grade(
         reveal_hidden=reveal_hidden,
         order=[lesson.slug for lesson in manifest.lessons],
     )
-    client = WorkerClient(target_dir, sandbox=sandbox)
+    client = WorkerClient(target_dir, sandbox=sandbox, pool=pool)
     plugin = GradingPlugin(
         manifest=manifest,
         checks={c.id: c for _, checks in selected for c in checks},

@@ -2,7 +2,7 @@
 
 One checker stays up for the whole session: Python, torch, pytest, the graders and the oracles
 (or recorded answers) load once. Its worker is kept warm between gradings too
-(graders/client.py keeps an idle worker for the next grading of the same process), so a
+(the grading's WorkerPool keeps an idle worker for the next grading, graders/pool.py), so a
 re-grading costs a fork of a fresh lesson process, the lesson's import and its checks. With
 ``--sandbox`` the kept worker stays in its sandbox, and the private copy of the package that
 the sandbox shows it is made again from the files as they are before each grading
@@ -11,7 +11,7 @@ the sandbox shows it is made again from the files as they are before each gradin
 Every POLL_SECONDS the watch reads the modification times and sizes of the package's ``*.py``
 files; when they change (and have stayed the same for another poll, so that a save in several
 writes is seen whole), it re-grades each watched lesson whose fingerprint changed: its module
-and the package's modules that one imports (graders/fingerprint.py), so an edit of
+and the package's modules that one imports (core/fingerprint.py), so an edit of
 attention.py re-grades block as well; an edit of the package's ``__init__.py`` re-grades
 every watched lesson; a save that changes nothing grades nothing. Each grading rewrites its
 lessons in the report and keeps the others (graders/report.py), which is what the progress
@@ -31,9 +31,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from core.fingerprint import fingerprint
 from core.manifest import Lesson, ManifestError, load_manifest
 
-from .fingerprint import fingerprint
+from .pool import WorkerPool, default_pool
 from .runner import DEFAULT_TARGET, GradingError, check_target, grade, select_lessons
 
 POLL_SECONDS = 0.1
@@ -88,12 +89,15 @@ def watch(
     console: Any,
     ticker: Any = None,
     poll: float = POLL_SECONDS,
+    pool: WorkerPool | None = None,
     **options: Any,
 ) -> int:
     """Grade the lessons ``names`` (default all) of the package folder ``target`` (default
     exercises/), then again each time their files change, until Ctrl-C (exit status 0).
     ``options`` go to every ``grade()`` (hidden, json_path, sandbox, input_seed, on_lesson,
-    on_check); ``ticker`` (graders/terminal.py), if given, is stopped after each grading. Bad
+    on_check), all with one ``pool`` (default: the process-wide one), whose idle worker
+    serves the next grading; ``ticker`` (graders/terminal.py), if given, is stopped after each
+    grading. Bad
     arguments and a first grading that cannot run raise GradingError; a later grading that
     cannot run is reported in one line and the watch goes on."""
     try:
@@ -101,6 +105,7 @@ def watch(
     except ManifestError as error:
         raise GradingError(str(error)) from None
     target = check_target(target if target is not None else DEFAULT_TARGET, lessons)
+    pool = pool if pool is not None else default_pool()
     interrupt = _Interrupt()
     previous = signal.signal(signal.SIGINT, interrupt)
     graded: dict[str, str] = {}
@@ -113,7 +118,9 @@ def watch(
                 for lesson in due:
                     graded[lesson.slug] = version(target, lesson)
                 try:
-                    report = grade(target, lessons=[lesson.slug for lesson in due], **options)
+                    report = grade(
+                        target, lessons=[lesson.slug for lesson in due], pool=pool, **options
+                    )
                 except GradingError as error:
                     if first and not interrupt.pressed:
                         raise

@@ -56,8 +56,8 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from core.cli import one_line
+from core.fingerprint import files_digest, graders_digest
 from core.manifest import load_manifest
-from graders.fingerprint import files_digest, graders_digest
 from graders.notebook import student_files
 from graders.report import write_json_atomic
 

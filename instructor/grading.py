@@ -4,6 +4,11 @@ Kept apart from :mod:`.autograde` (the scheduling and the recording) and light o
 standard library, the course layout and the notebook's harness command): a Dask worker
 unpickles :func:`grade_files` before its first task, and what this module imports every worker
 pays for before it grades anything (nbformat's schema validator alone costs a second).
+
+The harness runs forked from this process's warm grading host (:mod:`.grading_host`: torch and
+the graders imported once, not once per submission), else, where the host cannot run (no fork,
+or :data:`COLD_VARIABLE` set to 1), as the cold command ``python -m graders ...``; the two give
+the same report.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -27,12 +33,15 @@ from core.manifest import ROOT
 from graders.notebook import harness_command
 
 from .course import PACKAGE
+from .grading_host import shared_host
 
 DEFAULT_TIMEOUT = 900.0  # seconds for one submission's grading run (all its checks)
 ATTEMPTS = 2  # a grading run that graded nothing at all is tried again once
-# The grading runs this process has going (the threads engine grades in this process): what an
-# interrupted autograde stops, for they run in sessions of their own that Ctrl-C never reaches.
-_running: set[subprocess.Popen] = set()
+COLD_VARIABLE = "COURSE_COLD_GRADING"  # 1: every grading run is a cold `python -m graders`
+# The process groups of the grading runs this process has going (the threads engine grades in
+# this process): what an interrupted autograde stops, for they run in sessions of their own
+# that Ctrl-C never reaches.
+_running: set[int] = set()
 _running_lock = threading.Lock()
 
 
@@ -153,7 +162,28 @@ def _alive(pid: int) -> bool:
 
 
 def _run(command: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:
-    """Run the harness; its exit status (None when stopped at ``timeout``) and its output."""
+    """Run the harness, forked from the warm host where it can be; its exit status (None when
+    stopped at ``timeout``) and its output."""
+    host = shared_host() if os.environ.get(COLD_VARIABLE) != "1" else None
+    if host is not None and command[:3] == [sys.executable, "-m", "graders"]:
+        outcome = host.run(command[3:], env, str(ROOT), timeout, started=_started, ended=_ended)
+        if outcome is not None:
+            return outcome
+    return _run_cold(command, env, timeout)
+
+
+def _started(group: int) -> None:
+    with _running_lock:
+        _running.add(group)
+
+
+def _ended(group: int) -> None:
+    with _running_lock:
+        _running.discard(group)
+
+
+def _run_cold(command: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:
+    """The harness as a process of its own (what the warm host stands in for)."""
     proc = subprocess.Popen(
         command,
         cwd=ROOT,
@@ -164,30 +194,28 @@ def _run(command: list[str], env: dict[str, str], timeout: float) -> tuple[int |
         start_new_session=True,
         preexec_fn=die_with_parent,
     )
-    with _running_lock:
-        _running.add(proc)
+    _started(proc.pid)
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        _stop(proc.pid)
         out, _ = proc.communicate()
         return None, out
     finally:
-        with _running_lock:
-            _running.discard(proc)
+        _ended(proc.pid)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(group: int) -> None:
     with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the harness and what it started
+        os.killpg(group, signal.SIGKILL)  # the harness and what it started
 
 
 def stop_running() -> None:
     """Stop every grading run of this process (an interrupted autograde)."""
     with _running_lock:
-        for proc in list(_running):
-            _stop(proc)
+        for group in list(_running):
+            _stop(group)
 
 
 def secret_seed() -> int:

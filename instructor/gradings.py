@@ -9,7 +9,7 @@ decide every submission's inputs; written atomically under a lock file) holds on
 
 The first five describe the grading whose grades the gradebook holds; ``autograde`` grades a
 submission again only when its files, its timestamp or the graders' fingerprint
-(:func:`graders.fingerprint.graders_digest`) differ from them (or when asked for all),
+(:func:`core.fingerprint.graders_digest`) differ from them (or when asked for all),
 and ``regrade --reproduce`` grades the same files again with the same seed. A grading that
 failed by the grader's own doing (it graded nothing) leaves them as they were, the grade it
 did not replace, and says why under ``failed``; the next ``autograde`` tries it again.

@@ -133,8 +133,8 @@ def failure(nb: Any, here: Path, student: str, lesson: str) -> str | None:
 def _fingerprint(here: Path, lesson: str) -> str:
     """The fingerprint of the submission's files in ``here`` (as the notebook's cells and
     autograde compute it)."""
+    from core.fingerprint import files_digest
     from core.manifest import load_manifest
-    from graders.fingerprint import files_digest
     from graders.notebook import student_files
 
     from .course import PACKAGE

@@ -33,13 +33,12 @@ import sys
 from pathlib import Path
 
 from core.cli import Parser
+from core.manifest import DEFAULT_REPORT
 
 from .handlers import DEFAULT_SITE, PREFIX, ROOT
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from graders.runner import DEFAULT_REPORT
-
     parser = Parser(
         prog="python -m live.course_server",
         description="Serve the built course site with Run buttons, 'with my code' and live "

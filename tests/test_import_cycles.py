@@ -120,3 +120,31 @@ def test_the_walker_reads_relative_imports(tmp_path):
         "instructor.export",
         "gpt.model",
     }
+
+
+def reached_from(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    waiting = [start]
+    while waiting:
+        for target in graph[waiting.pop()] - seen:
+            seen.add(target)
+            waiting.append(target)
+    return seen
+
+
+def test_the_provided_code_does_not_depend_on_the_graders():
+    """gpt/ ships to students as the course's provided code: what it needs of a grading (the
+    report's path, a lesson's fingerprint) lives in core/, below both."""
+    graph = import_graph()
+    leaks = {
+        name: sorted(t for t in reached_from(graph, name) if t.partition(".")[0] == "graders")
+        for name in graph
+        if name.partition(".")[0] == "gpt"
+    }
+    assert not {name: found for name, found in leaks.items() if found}
+
+
+def test_the_layering_check_sees_an_import_through_another_module():
+    graph = {"gpt.a": {"core.b"}, "core.b": {"graders.c"}, "graders.c": set()}
+    assert reached_from(graph, "gpt.a") == {"core.b", "graders.c"}

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from core.fingerprint import fingerprint
 from core.manifest import load_manifest
 from gpt.compare import judge_evaluation, last_grading
-from graders.fingerprint import fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,6 @@
-"""graders/launch.py: the worker's command line and process, and the start made early, before
-the checker imports torch, which the grading then takes instead of starting one."""
+"""graders/launch.py: the worker's command line and process, started early (by the grading's
+WorkerPool, graders/pool.py) before the checker imports torch, which the grading then takes
+instead of starting one."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from pathlib import Path
 
 from variants import Variant, build_target
 
-import graders.client
-from graders import launch
 from graders.client import WorkerClient
-from graders.worker import limits
+from graders.pool import WorkerPool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,30 +38,65 @@ def _parent_pid(tmp_path: Path) -> Path:
     return build_target(tmp_path, [Variant("objective", "perplexity", "parent", code)])
 
 
-def test_the_grading_takes_the_worker_started_early(tmp_path, monkeypatch):
-    monkeypatch.setattr(graders.client, "_keeps_idle_workers", lambda: False)
+def test_the_grading_takes_the_worker_started_early(tmp_path):
     target = _parent_pid(tmp_path)
-    launch.start_early(target, sandbox=False)
-    early = launch._early[(target.resolve(), False, limits.MEMORY)]
-    client = WorkerClient(target)
-    try:
-        parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
-    finally:
-        client.close()
+    with WorkerPool() as pool:
+        early = pool.start_early(target, sandbox=False)
+        assert early is not None and pool.held()["early"] == 1
+        client = WorkerClient(target, pool=pool)
+        try:
+            parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+        finally:
+            client.close()
+        held = pool.held()
     assert parent == early.popen.pid, "the lesson process was not forked by the early worker"
-    assert client.starts == 1 and not launch._early
+    assert client.starts == 1 and held == {"early": 0, "idle": 1, "spare": 0}
 
 
-def test_an_early_worker_that_died_is_not_taken(tmp_path, monkeypatch):
-    monkeypatch.setattr(graders.client, "_keeps_idle_workers", lambda: False)
+def test_an_early_worker_that_died_is_not_taken(tmp_path):
     target = _parent_pid(tmp_path)
-    launch.start_early(target, sandbox=False)
-    early = launch._early[(target.resolve(), False, limits.MEMORY)]
-    early.popen.kill()
-    early.popen.wait()
-    client = WorkerClient(target)
-    try:
-        parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
-    finally:
-        client.close()
-    assert parent != early.popen.pid and client.starts == 1 and not launch._early
+    with WorkerPool() as pool:
+        early = pool.start_early(target, sandbox=False)
+        assert early is not None
+        early.popen.kill()
+        early.popen.wait()
+        client = WorkerClient(target, pool=pool)
+        try:
+            parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+        finally:
+            client.close()
+        assert parent != early.popen.pid and client.starts == 1 and not pool.held()["early"]
+
+
+def test_no_worker_starts_early_where_a_kept_one_will_serve(tmp_path):
+    """A second grading in the same process (``main()`` called again, the watch) takes the
+    worker the first one left idle: starting another early would only cost a torch import."""
+    target = _parent_pid(tmp_path)
+    with WorkerPool() as pool:
+        client = WorkerClient(target, pool=pool)
+        try:
+            first = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+        finally:
+            client.close()
+        assert pool.start_early(target, sandbox=False) is None
+        again = WorkerClient(target, pool=pool)
+        try:
+            second = again.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+        finally:
+            again.close()
+        assert pool.held() == {"early": 0, "idle": 1, "spare": 0}
+    assert second == first and again.starts == 0
+    assert pool.held() == {"early": 0, "idle": 0, "spare": 0}, "closing the pool kept a worker"
+
+
+def test_a_grading_that_cannot_run_starts_no_worker_early(tmp_path, capfd):
+    """A bad lesson or target is reported before any worker could serve it: starting one
+    early would only cost a torch import (and, in a process that grades again, keep it)."""
+    from graders.__main__ import main
+
+    with WorkerPool() as pool:
+        assert main(["--target", str(tmp_path / "no-such-dir")], pool=pool) == 2
+        assert main(["nosuchlesson", "--target", str(ROOT / "solutions")], pool=pool) == 2
+        assert pool.held() == {"early": 0, "idle": 0, "spare": 0}
+    errors = capfd.readouterr().err.splitlines()
+    assert len(errors) == 2 and all(line.startswith("error: ") for line in errors), errors

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from core.fingerprint import fingerprint
 from core.manifest import ROOT, load_manifest
-from graders.fingerprint import fingerprint
 from graders.report import Report
 from graders.terminal import render_total
 
@@ -84,35 +84,12 @@ def test_a_report_that_cannot_be_read_keeps_nothing(tmp_path: Path) -> None:
         ]
 
 
-def test_the_fingerprint_follows_the_module_and_what_it_imports(tmp_path: Path) -> None:
-    target = _package(tmp_path)
-    block, attention = fingerprint(target, "block"), fingerprint(target, "attention")
-    (target / "tokens.py").write_text((target / "tokens.py").read_text() + "\n# edited\n")
-    assert (fingerprint(target, "block"), fingerprint(target, "attention")) == (block, attention)
-    # block.py does `from .attention import attention`: an edit of attention.py is one of block's
-    (target / "attention.py").write_text((target / "attention.py").read_text() + "\n# edited\n")
-    assert fingerprint(target, "attention") != attention
-    assert fingerprint(target, "block") != block
-
-
 def test_the_summary_says_when_each_lesson_was_graded(tmp_path: Path) -> None:
     report = _grade(ROOT / "solutions", tmp_path / "report.json", "tokens")
     out = io.StringIO()
     render_total(Console(file=out, width=160, color_system=None), report.data)
     (row,) = [line for line in out.getvalue().splitlines() if " tokens " in f" {line} "]
     assert re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d", row)  # the local time
-
-
-def test_a_file_python_cannot_parse_still_has_a_fingerprint(tmp_path: Path) -> None:
-    """A module the lesson imports that nests deeper than Python's parser goes (a MemoryError
-    while parsing): the fingerprint covers it, and making the report does not fail."""
-    target = _package(tmp_path)
-    (target / "deep.py").write_text("X = " + "-" * 100_000 + "1\n")
-    embeddings = target / "embeddings.py"
-    embeddings.write_text("from . import deep\n" + embeddings.read_text())
-    before = fingerprint(target, "embeddings")
-    (target / "deep.py").write_text("X = 1\n")
-    assert fingerprint(target, "embeddings") != before
 
 
 def test_flags_are_listed_with_their_function_file_line_and_reason(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from support.system_packages import require
 from variants import Variant, build_target
 
 from graders.client import WorkerClient
+from graders.pool import WorkerPool
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
@@ -51,8 +52,8 @@ def _leaving(tag: str) -> Variant:
     return Variant("objective", "perplexity", tag, code)
 
 
-def _run(target: Path, sandbox: bool = False) -> tuple[list, int]:
-    client = WorkerClient(target, sandbox=sandbox)
+def _run(target: Path, pool: WorkerPool, sandbox: bool = False) -> tuple[list, int]:
+    client = WorkerClient(target, sandbox=sandbox, pool=pool)
     try:
         return client.call("objective.perplexity", [1.0], {}, timeout=60)[0], client.starts
     finally:
@@ -62,25 +63,23 @@ def _run(target: Path, sandbox: bool = False) -> tuple[list, int]:
 def test_a_kept_worker_serves_the_next_run_as_a_new_one_would(tmp_path):
     """Unsandboxed, a finished run's worker serves the next client (no start): the next
     target's code, in an emptied working directory; a kept worker that died is not used."""
-    first, started = _run(build_target(tmp_path / "first", [_leaving("first")]))
-    second, again = _run(build_target(tmp_path / "second", [_leaving("second")]))
-    assert first[0] == "first" and second[0] == "second"
-    assert second[1] == first[1] and again == 0, "the second run started a worker of its own"
-    assert second[2] == [], "what the first run left was still there"
-    os.kill(first[1], signal.SIGKILL)  # the kept worker dies while it waits
-    third, starts = _run(build_target(tmp_path / "third", [_leaving("third")]))
+    with WorkerPool() as pool:
+        first, started = _run(build_target(tmp_path / "first", [_leaving("first")]), pool)
+        second, again = _run(build_target(tmp_path / "second", [_leaving("second")]), pool)
+        assert first[0] == "first" and second[0] == "second"
+        assert second[1] == first[1] and again == 0, "the second run started a worker of its own"
+        assert second[2] == [], "what the first run left was still there"
+        os.kill(first[1], signal.SIGKILL)  # the kept worker dies while it waits
+        third, starts = _run(build_target(tmp_path / "third", [_leaving("third")]), pool)
     assert third[0] == "third" and third[1] != first[1] and starts == 1
 
 
-def test_tracing_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_path, monkeypatch):
+def test_tracing_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_path):
     """torch imports torch._dynamo (a second or more) the first time an optimizer is made, and
     would at a dispatch mode's first operation, but the tracer opts out of that
     (graders/worker/tracing.py): a traced call runs without it. Before a scenario that makes an
     optimizer, the worker imports it and forks a new lesson process, so no check's clock
     pays for it."""
-    import graders.client
-
-    monkeypatch.setattr(graders.client, "_keeps_idle_workers", lambda: False)  # a new worker
     code = """
         def perplexity(loss):
             import sys, torch
@@ -88,7 +87,8 @@ def test_tracing_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_pa
             return "torch._dynamo" in sys.modules
     """
     target = build_target(tmp_path, [Variant("objective", "perplexity", "dynamo", code)])
-    client = WorkerClient(target)
+    pool = WorkerPool()  # of its own: a new worker, which has not imported torch._dynamo
+    client = WorkerClient(target, pool=pool)
     try:
         plain = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
         traced = client.call("objective.perplexity", [1.0], {}, timeout=60, trace=True)[0][0]
@@ -96,6 +96,7 @@ def test_tracing_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_pa
         after = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
     finally:
         client.close()
+        pool.close()
     assert (plain, traced, after) == (False, False, True)
 
 
@@ -198,23 +199,21 @@ def test_a_kept_sandboxed_worker_grades_the_targets_files_as_they_are_now(tmp_pa
     start), whose sandbox binds a copy made again from the files as they are now; a run of
     another target starts its own, and only one sandboxed worker is kept in all."""
     target = build_target(tmp_path / "watched", [_leaving("first")])
-    first, started = _run(target, sandbox=True)
-    path = target / "objective.py"
-    path.write_text(path.read_text().replace("first", "second"))
-    (target / "new_module.py").write_text("")
-    second, again = _run(target, sandbox=True)
+    with WorkerPool() as pool:
+        first, started = _run(target, pool, sandbox=True)
+        path = target / "objective.py"
+        path.write_text(path.read_text().replace("first", "second"))
+        (target / "new_module.py").write_text("")
+        second, again = _run(target, pool, sandbox=True)
+        other_target = build_target(tmp_path / "other", [_leaving("other")])
+        other, starts = _run(other_target, pool, sandbox=True)
+        kept = pool.idle_targets()
     assert (first[0], second[0]) == ("first", "second"), "the kept worker graded an old copy"
     assert started == 1 and again == 0, "the second run started a sandboxed worker of its own"
     # what a sandbox's /tmp holds from the start (mount points) stays; the first run's file goes
     assert second[2] == first[2], "what the first run left in the working directory was there"
-    other, starts = _run(build_target(tmp_path / "other", [_leaving("other")]), sandbox=True)
     assert other[0] == "other" and starts == 1
-    import graders.client
-
-    kept = [
-        key for key in graders.client._IDLE if key[0] == "sandbox" and graders.client._IDLE[key]
-    ]
-    assert len(kept) == 1 and kept[0][1] == str((tmp_path / "other" / "submission").resolve())
+    assert kept == [str(other_target.resolve())]
 
 
 @pytest.mark.slow

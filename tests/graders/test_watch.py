@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.fingerprint import fingerprint
+from core.fingerprint import fingerprint
 from graders.watch import changed, snapshot, version
 
 ROOT = Path(__file__).resolve().parents[2]

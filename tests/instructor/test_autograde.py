@@ -91,8 +91,8 @@ def test_a_changed_hidden_check_grades_every_submission_again(course, tmp_path, 
     regrades without --all, in autograde and in a plain nbgrader autograde's cells."""
     from support.autograde_fakes import submit
 
+    from core.fingerprint import graders_digest
     from graders import notebook
-    from graders.fingerprint import graders_digest
     from instructor import autograde as pipeline
 
     tree = tmp_path / "tree"  # the graders as this tree has them, to change one check
