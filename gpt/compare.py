@@ -28,7 +28,10 @@ run trains with. In the same way your ``training.adamw_step`` makes both runs st
 lessons' AdamW (``--optimizer lesson``), your ``tokens.train_bpe`` makes both learn their merges
 on the corpus (``--tokenizer lesson``: wrong merges give other token ids, so the curves part at
 step 0), and any function of your ``block`` lesson makes both run the lessons' block
-(``--block lesson``, with the lessons' attention).
+(``--block lesson``, with the lessons' attention). ``--tokenizer lesson`` makes both runs learn
+their merges with the lessons' ``train_bpe`` (yours, else the reference's) even when yours is not
+written: a vocabulary of 512 ranks, where GPT-2's 50,257-way output layer is most of a small
+model's time.
 
 This runs your code in this process: it is a learning tool, not a grader.
 """
@@ -204,6 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/compare")
     parser.add_argument("--corpus", default="course", help="as for gpt.train")
     parser.add_argument(
+        "--tokenizer",
+        choices=("auto", "lesson"),
+        default="auto",
+        help="auto: the lessons' merges if your train_bpe is written, else GPT-2's; "
+        "lesson: the lessons' merges always (a small vocabulary, faster)",
+    )
+    parser.add_argument(
         "--report", type=Path, default=None, help="your last grading report (nox -s grade's)"
     )
     args = parser.parse_args(argv)
@@ -246,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         loss="lesson" if any(name in yours for name in LESSON_LOSS) else "fused",
         block="lesson" if block else "fused",
         optimizer="lesson" if "training.adamw_step" in yours else "torch",
-        tokenizer="lesson" if "tokens.train_bpe" in yours else "gpt2",
+        tokenizer="lesson" if args.tokenizer == "lesson" or "tokens.train_bpe" in yours else "gpt2",
         vocab_size=BPE_VOCAB,
     )
     print(f"Your functions ({len(yours)}): {', '.join(yours) or 'none yet'}")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from support.release_site import RELEASED_SITE
+from support.run_once import built_once
+from support.student_site import build_student_site
 from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,30 +106,37 @@ def released_course(tmp_path_factory) -> Path:
     the student release in release/SLUG/. Skips where nbgrader is not installed.
 
     Built once per test run, not once per pytest-xdist worker (a release grades the reference
-    of every lesson: a minute of CPU): the workers share their run's temporary folder, and the
-    first to ask builds it under a file lock. Tests read it or copy it, never change it."""
-    import shutil
+    of every lesson: a minute of CPU; support/run_once.py). Tests read it or copy it, never
+    change it."""
     import subprocess
 
-    from filelock import FileLock
-
     pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # this run's folder, above every worker's own
-    course, done = shared / "released" / "course", shared / "released.done"
-    with FileLock(shared / "released.lock"):
-        if not done.exists():
-            shutil.rmtree(course.parent, ignore_errors=True)  # what a failed build left
-            course.parent.mkdir()
-            built = subprocess.run(
-                [sys.executable, "-m", "instructor", "--course", str(course), "release"]
-                + ["--site-url", RELEASED_SITE],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=1800,
+
+    def release(folder: Path) -> None:
+        built = subprocess.run(
+            [sys.executable, "-m", "instructor", "--course", str(folder / "course"), "release"]
+            + ["--site-url", RELEASED_SITE],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+
+    return built_once(tmp_path_factory, "released", release) / "course"
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The student site, as ``nox -s docs`` builds it (``mkdocs build --strict``), built once
+    per test run (every chapter's code runs in it: half a minute of CPU; support/run_once.py)
+    for the site's tests and the live course's. Tests read it, never change it."""
+
+    def student_site(folder: Path) -> None:
+        result = build_student_site(folder)
+        if result.returncode != 0:
+            pytest.fail(
+                "mkdocs build --strict failed:\n" + result.stdout[-5000:] + result.stderr[-10000:]
             )
-            assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-            done.touch()
-    return course
+
+    return built_once(tmp_path_factory, "site", student_site)

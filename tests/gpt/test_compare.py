@@ -18,6 +18,12 @@ from gpt.compare import judge_evaluation, last_grading
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The lessons' merges (512 ranks): GPT-2's 50,257-way output layer would be most of each run's
+# time. The untouched exercises' test keeps compare's default, GPT-2's tokenizer; the test of a
+# wrong train_bpe takes the lessons' merges by itself.
+LESSON_MERGES = ["--tokenizer", "lesson"]
+
+
 def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
     result = subprocess.run(
         [
@@ -60,6 +66,7 @@ def test_untouched_exercises_fall_back_and_claim_nothing(
 ) -> None:
     out = _compare(ROOT / "exercises", tmp_path / "run", ["--corpus", str(small_corpus)])
     assert "Your functions (0)" in out
+    assert "tokenizer: gpt2 (the same in both runs)" in out
     assert "training.train_step" in out and "Reference fallbacks (39)" in out
     assert "none of your functions shapes them" in out
     # Progress where the output is not a terminal: the first step at once, then the end.
@@ -92,9 +99,8 @@ def test_correct_attention_and_loss_take_part_and_agree(tmp_path: Path, small_co
     }
     lessons = [attention, objective]
     report.write_text(json.dumps({"target": str(target), "hidden": False, "lessons": lessons}))
-    out = _compare(
-        target, tmp_path / "run", ["--corpus", str(small_corpus), "--report", str(report)]
-    )
+    corpus = ["--corpus", str(small_corpus), *LESSON_MERGES]
+    out = _compare(target, tmp_path / "run", [*corpus, "--report", str(report)])
     assert re.search(r"Your functions \(6\): attention\.causal_mask, attention\.attention", out)
     assert "Attention: lesson; loss: lesson" in out
     for name in ("attention.attention", "objective.lm_loss", "objective.cross_entropy"):
@@ -117,7 +123,8 @@ def test_wrong_schedule_shows_where_the_curves_part(tmp_path: Path, small_corpus
     wrong = _student_copy(
         tmp_path, "training", replace=("(step + 1) / warmup_steps", "step / warmup_steps")
     )
-    out = _compare(wrong, tmp_path / "run", ["--corpus", str(small_corpus)])
+    out = _compare(wrong, tmp_path / "run", ["--corpus", str(small_corpus), *LESSON_MERGES])
+    assert "tokenizer: lesson (the same in both runs)" in out  # the reference's train_bpe
     assert "Your functions (5): training.adamw_step, training.lr_at" in out
     assert "first differ at step 1" in out
     assert "they part with: training.lr_at (at step 1)" in out  # the function, by name
@@ -146,7 +153,7 @@ def test_your_loss_is_what_your_run_trains_with(tmp_path: Path, small_corpus: Pa
             "    return (log_norm - picked).sum() * 0 + 1.0",
         ),
     )
-    out = _compare(constant, tmp_path / "run", ["--corpus", str(small_corpus)])
+    out = _compare(constant, tmp_path / "run", ["--corpus", str(small_corpus), *LESSON_MERGES])
     assert "loss: lesson" in out
     assert re.search(r"objective\.cross_entropy +took part", out)
     assert "agree at every step" not in out
@@ -187,7 +194,7 @@ def test_a_function_counts_whatever_import_reached_it(tmp_path: Path, small_corp
         "block",
         replace=("    if temperature == 0:\n", "    if True:\n"),
     )
-    out = _compare(target, tmp_path / "run", ["--corpus", str(small_corpus)])
+    out = _compare(target, tmp_path / "run", ["--corpus", str(small_corpus), *LESSON_MERGES])
     assert "block: lesson" in out
     assert re.search(r"attention\.attention +took part \(\d+ calls?\)", out)
     assert re.search(r"generation\.sample_next +evaluation and sample only \(\d+ calls?\)", out)

@@ -54,6 +54,12 @@ def test_batch_stream_can_start_anywhere() -> None:
     assert not torch.equal(first[0][0], first[stream.batches_per_epoch][0])  # reshuffled
 
 
+# A test-sized vocabulary: merges the lessons' train_bpe learns on the corpus (300 ranks), where
+# GPT-2's 50,257-way output layer would be most of a micro model's time. The tests about
+# GPT-2's tokenizer (test_run_writes_its_files_and_learns) keep it.
+LESSON_MERGES = dict(tokenizer="lesson", vocab_size=300)
+
+
 def _config(tmp_path: Path, corpus: Path, **overrides) -> train.TrainConfig:
     settings = dict(
         preset="micro",
@@ -99,10 +105,10 @@ def _interrupted_at_call(
 def test_interrupted_and_resumed_run_gives_the_same_losses(
     tmp_path: Path, small_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    straight = _config(tmp_path, small_corpus, out=str(tmp_path / "straight"))
+    straight = _config(tmp_path, small_corpus, out=str(tmp_path / "straight"), **LESSON_MERGES)
     train.run(straight, quiet=True)
 
-    resumed = _config(tmp_path, small_corpus, out=str(tmp_path / "resumed"))
+    resumed = _config(tmp_path, small_corpus, out=str(tmp_path / "resumed"), **LESSON_MERGES)
     # Ctrl-C during step 4: steps 0-3 ran and were logged; the checkpoint holds steps 0-2.
     _interrupted_at_call(resumed, 5, monkeypatch)
     state = torch.load(Path(resumed.out) / "checkpoint.pt", weights_only=True)
@@ -119,7 +125,7 @@ def test_ctrl_c_stops_with_one_line_and_a_checkpoint_then_resumes(
     out = tmp_path / "run"
     flags = ["--preset", "micro", "--corpus", str(small_corpus), "--out", str(out)]
     flags += ["--batch-size", "2", "--context-length", "16", "--stride", "16"]
-    flags += ["--warmup-steps", "1"]
+    flags += ["--warmup-steps", "1", "--tokenizer", "lesson", "--vocab-size", "300"]
     flags += ["--eval-batches", "1", "--sample-tokens", "2", "--checkpoint-every", "100000"]
     # So many steps that the signal always comes first, however fast the machine.
     run = subprocess.Popen(
@@ -160,7 +166,7 @@ def test_ctrl_c_stops_with_one_line_and_a_checkpoint_then_resumes(
 
 
 def test_resume_refuses_changed_settings(tmp_path: Path, small_corpus: Path) -> None:
-    cfg = _config(tmp_path, small_corpus, steps=3, warmup_steps=1)
+    cfg = _config(tmp_path, small_corpus, steps=3, warmup_steps=1, **LESSON_MERGES)
     train.run(cfg, quiet=True)
     with pytest.raises(train.UsageError, match="already holds a finished run of 3 steps"):
         train.run(cfg, quiet=True)

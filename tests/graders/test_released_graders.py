@@ -100,14 +100,8 @@ def test_the_release_ships_recorded_answers_and_no_oracles(released_course):
         assert not (graders / "hidden").exists() and not (graders / "secret").exists(), slug
 
 
-def test_released_graders_give_full_marks_to_solutions_and_none_to_stubs(released_tree):
-    solutions, stubs = grade_released(
-        released_tree,
-        [
-            {"target": str(ROOT / "solutions"), "lessons": SLUGS, "functions": None},
-            {"target": str(ROOT / "exercises"), "lessons": SLUGS, "functions": None},
-        ],
-    )
+def test_released_graders_give_full_marks_to_solutions_and_none_to_stubs(released_reports):
+    solutions, stubs = released_reports["solutions"], released_reports["stubs"]
     failed = [
         f"{c['id']}: {c['hint']} [{c['detail']}]"
         for lesson in solutions["lessons"]
@@ -143,9 +137,15 @@ def _separate(a: Variant, b: Variant) -> bool:
 
 
 @pytest.fixture(scope="module")
-def variant_reports(released_tree, tmp_path_factory) -> dict[str, list[dict]]:
-    """Each variant's checks, as the released graders judged them (one process for all)."""
-    jobs, groups = [], []
+def released_reports(released_tree, tmp_path_factory) -> dict:
+    """The released graders' reports of solutions/, of exercises/ and of every variant's
+    checks, graded in one process (each process is a cold start of the checker and its
+    worker: two imports of torch)."""
+    jobs = [
+        {"target": str(ROOT / "solutions"), "lessons": SLUGS, "functions": None},
+        {"target": str(ROOT / "exercises"), "lessons": SLUGS, "functions": None},
+    ]
+    groups = []
     for kind, variants in (("wrong", WRONG), ("right", RIGHT)):
         for i, group in enumerate(rounds(variants, together=_separate)):
             where = tmp_path_factory.mktemp(f"{kind}-{i}")
@@ -158,13 +158,20 @@ def variant_reports(released_tree, tmp_path_factory) -> dict[str, list[dict]]:
                 }
             )
             groups.append(group)
+    solutions, stubs, *reports = grade_released(released_tree, jobs)
     found: dict[str, list[dict]] = {}
-    for group, report in zip(groups, grade_released(released_tree, jobs), strict=True):
+    for group, report in zip(groups, reports, strict=True):
         for variant in group:
             slug = LESSON_OF_MODULE[variant.module]
             lesson = next(entry for entry in report["lessons"] if entry["slug"] == slug)
             found[variant.id] = [c for c in lesson["checks"] if c["function"] == variant.function]
-    return found
+    return {"solutions": solutions, "stubs": stubs, "variants": found}
+
+
+@pytest.fixture(scope="module")
+def variant_reports(released_reports) -> dict[str, list[dict]]:
+    """Each variant's checks, as the released graders judged them."""
+    return released_reports["variants"]
 
 
 @pytest.mark.parametrize("variant", WRONG, ids=[v.id for v in WRONG])

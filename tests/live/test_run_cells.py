@@ -1,11 +1,10 @@
 """Pages you can run: `python -m live.course_server` driven by Debian's chromium.
 
-One small site (chapter 3 and the progress page, built through an inheriting config in a
-folder of links to the repository, so the real hooks and pages are used) is served by the
-course server with a student package that has `shift` done and `window_starts` still a stub.
-The browser runs a block, edits and reruns it, switches to "with my code", stops a runaway
-block (in a second tab, while the first goes on), grades, and watches the progress page
-follow. Screenshots go to build/screenshots/run-*.
+The student site the run builds once (tests/conftest.py's ``site``, which the site's tests
+read too) is served by the course server with a student package that has `shift` done and
+`window_starts` still a stub. The browser runs a block, edits and reruns it, switches to
+"with my code", stops a runaway block (in a second tab, while the first goes on), grades, and
+watches the progress page follow. Screenshots go to build/screenshots/run-*.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.mini_site import build_mini_site
 from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,13 +139,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Iterator[dict]:
+def course(site: Path, tmp_path_factory) -> Iterator[dict]:
     require("chromium")
     base = tmp_path_factory.mktemp("run-cells")
-    site = build_mini_site(
-        base / "mini",
-        {"3. Training pairs": "chapters/03-windows.md", "Your progress": "progress.md"},
-    )
     mine = _student_package(base)
     report = base / "report.json"
     port, token = _free_port(), "test-token"

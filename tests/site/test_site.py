@@ -15,9 +15,7 @@ import html.parser
 import http.server
 import importlib.util
 import math
-import os
 import re
-import subprocess
 import sys
 import threading
 import tomllib
@@ -57,32 +55,6 @@ GLOSSARY = tomllib.loads((ROOT / "site" / "glossary.toml").read_text(encoding="u
 def page_dir(page: str) -> str:
     """The built folder of a docs page (use_directory_urls): chapters/01-tokens.md -> ..."""
     return page.removesuffix(".md").removesuffix("index").rstrip("/")
-
-
-def build(out: Path) -> subprocess.CompletedProcess:
-    """The student site, as `nox -s docs` builds it (COURSE_INSTRUCTOR unset)."""
-    env = {k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.yml"]
-    return subprocess.run(
-        [*command, "-d", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    result = build(out)
-    if result.returncode != 0:
-        pytest.fail(
-            "mkdocs build --strict failed:\n" + result.stdout[-5000:] + result.stderr[-10000:]
-        )
-    return out
 
 
 # The instructor build's chapter: its exercise box links to the reference solution.
