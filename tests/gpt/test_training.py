@@ -347,8 +347,11 @@ def test_fused_adamw_on_the_cpu_gives_the_per_tensor_loops_losses() -> None:
             torch.manual_seed(step)  # the same dropout masks for both
             losses.append(training.train_step(net, [(x, y)], optimizer, max_grad_norm=1.0))
         assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    # A step moves a weight by about lr (1e-2); fused and looped round differently where a
+    # gradient is near zero (its update is m / (sqrt(v) + eps) of two tiny numbers), so the
+    # bound is a hundredth of one step: a different optimizer misses it by a whole step.
     for a, b in zip(model.parameters(), twin.parameters(), strict=True):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
 def test_vocabulary_round_trips_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
