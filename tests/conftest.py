@@ -131,3 +131,13 @@ def released_course(tmp_path_factory) -> Path:
             assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
             done.touch()
     return course
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fork_server():
+    """This worker's fork server (tests/support/forkserver.py) ends with the session and is
+    waited for, so that its CPU time counts to the run."""
+    from support import forkserver
+
+    yield
+    forkserver.stop()
