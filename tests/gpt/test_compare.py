@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import forkserver
 
 from core.manifest import load_manifest
 from gpt.compare import judge_evaluation, last_grading
@@ -19,9 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
-    result = subprocess.run(
+    result = forkserver.run(
         [
-            sys.executable,
             "-m",
             "gpt.compare",
             "--target",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from support import forkserver
 
 from gpt import checkpoint, generate
 from gpt.model import GPT, preset
@@ -30,8 +30,8 @@ def run_folder(tmp_path: Path) -> Path:
 
 
 def _generate(run: Path, lessons: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpt.generate", "A cat", "--model", str(run)]
+    return forkserver.run(
+        ["-m", "gpt.generate", "A cat", "--model", str(run)]
         + ["--max-new-tokens", "5", "--temperature", "0", "--lessons", lessons],
         cwd=ROOT,
         env={**os.environ, "COURSE_PROGRESS_SECONDS": "0"},  # a line for every token

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import forkserver
 from test_replay import SECRET  # the secret seed the replaying submission meets
 
 import graders
@@ -39,8 +40,8 @@ CHECK_KEYS = {
 
 
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PYTHON, "-m", "graders", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    return forkserver.run(
+        ["-m", "graders", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )
 
 

@@ -26,6 +26,8 @@ from support.mini_site import build_mini_site
 from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[2]
+# A browser drives a live kernel, and the chapters' code runs: slow (docs/developers.md).
+pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHAPTER = "chapters/03-windows/"

@@ -67,6 +67,9 @@ WARM_IMPORTS = (
 READ_AT_IMPORT = ("MPLBACKEND", "TORCH_LOGS", "TORCHDYNAMO_DISABLE")
 # Python variables that only change how the interpreter starts or imports (PYTHONPATH is honoured
 # by rebuilding sys.path in the child; the rest would need a fresh interpreter).
+# Set (to anything) in the test run's environment, every command starts cold: the suite as it was
+# before the fork server, to compare its cost or to rule the server out of a failure.
+COLD_SWITCH = "COURSE_TESTS_COLD"
 HONOURED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 
 
@@ -95,7 +98,8 @@ def run(
         stdout = stderr = subprocess.PIPE
     if input is not None and stdin is not None:
         raise ValueError("input takes no stdin: drop one of them")
-    why = cold_reason(argv, workdir, environment)
+    why = "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
+    why = why or cold_reason(argv, workdir, environment)
     if why is not None:
         return subprocess.run(
             [sys.executable, *argv],
@@ -341,6 +345,11 @@ def _server() -> _Client:
     if not _CLIENT:
         _CLIENT.append(_Client())
     return _CLIENT[0]
+
+
+def template_pids() -> frozenset[int]:
+    """The process id of this worker's template, if started (its own CPU is the session's)."""
+    return frozenset(c.process.pid for c in _CLIENT)
 
 
 def stop() -> None:
