@@ -52,9 +52,11 @@ WARM_IMPORTS = (
     "core.manifest",
     "gpt",
     "gpt.model",
-    "gpt.train",
-    "gpt.compare",
-    "gpt.generate",
+    # not gpt.train, gpt.compare, gpt.generate: commands run them as __main__ (runpy warns
+    # where the module is imported already, and a fresh interpreter has not imported it)
+    "gpt.checkpoint",
+    "gpt.corpus",
+    "gpt.tokenizer",
     "graders",
     "graders.runner",  # not graders.client: graders.__main__ starts its worker early without it
     "instructor",
