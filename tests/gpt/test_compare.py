@@ -17,7 +17,7 @@ from graders.fingerprint import fingerprint
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
+def _compare(target: Path, out: Path, corpus_args: list[str], *, cold: bool = False) -> str:
     result = forkserver.run(
         [
             "-m",
@@ -34,6 +34,7 @@ def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
         capture_output=True,
         text=True,
         timeout=1800,  # a hang guard only
+        cold=cold,  # forkserver.COLD_STARTS
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -56,7 +57,8 @@ def _student_copy(tmp_path: Path, *modules: str, replace: tuple[str, str] | None
 def test_untouched_exercises_fall_back_and_claim_nothing(
     tmp_path: Path, small_corpus: Path
 ) -> None:
-    out = _compare(ROOT / "exercises", tmp_path / "run", ["--corpus", str(small_corpus)])
+    corpus = ["--corpus", str(small_corpus)]
+    out = _compare(ROOT / "exercises", tmp_path / "run", corpus, cold=True)
     assert "Your functions (0)" in out
     assert "training.train_step" in out and "Reference fallbacks (39)" in out
     assert "none of your functions shapes them" in out

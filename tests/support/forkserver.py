@@ -69,6 +69,31 @@ WARM_IMPORTS = (
 READ_AT_IMPORT = ("MPLBACKEND", "TORCH_LOGS", "TORCHDYNAMO_DISABLE")
 # Python variables that only change how the interpreter starts or imports (PYTHONPATH is honoured
 # by rebuilding sys.path in the child; the rest would need a fresh interpreter).
+# The tests that keep a cold start of each command the tests fork, and why: what a fresh
+# interpreter does before the command's main (imports, usage errors before torch loads, signals
+# from the caller) is checked there once. tests/support/test_forkserver.py checks they exist.
+COLD_STARTS = {
+    "graders": (
+        "tests/graders/test_graders.py::test_cli_bad_usage_is_one_line_and_nonzero",
+        "usage errors come before torch loads",
+    ),
+    "gpt.train": (
+        "tests/gpt/test_training.py::test_ctrl_c_stops_with_one_line_and_a_checkpoint_then_resumes",
+        "SIGINT from the caller to the process it started",
+    ),
+    "gpt.compare": (
+        "tests/gpt/test_compare.py::test_untouched_exercises_fall_back_and_claim_nothing",
+        "a whole compare from a fresh interpreter (torch._dynamo imported by the optimizer)",
+    ),
+    "gpt.generate": (
+        "tests/gpt/test_generate.py::test_progress_lines_when_standard_error_is_not_a_terminal",
+        "generation from a fresh interpreter",
+    ),
+    "instructor": (
+        "tests/instructor/test_release.py::test_a_lesson_released_later_keeps_the_courses_site",
+        "a release from a fresh interpreter",
+    ),
+}
 # Set (to anything) in the test run's environment, every command starts cold: the suite as it was
 # before the fork server, to compare its cost or to rule the server out of a failure.
 COLD_SWITCH = "COURSE_TESTS_COLD"
@@ -88,9 +113,11 @@ def run(
     text: bool = False,
     timeout: float | None = None,
     check: bool = False,
+    cold: bool = False,
 ) -> subprocess.CompletedProcess:
     """``subprocess.run([sys.executable, *args], ...)``, forked from the warm template when it
-    can be (see the module's docstring), cold otherwise; the same result either way."""
+    can be (see the module's docstring), cold otherwise; the same result either way. ``cold``
+    starts it cold regardless: the tests in :data:`COLD_STARTS` keep one cold start a command."""
     argv = [os.fspath(a) for a in args]
     workdir = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
     environment = dict(os.environ if env is None else env)
@@ -100,7 +127,7 @@ def run(
         stdout = stderr = subprocess.PIPE
     if input is not None and stdin is not None:
         raise ValueError("input takes no stdin: drop one of them")
-    why = "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
+    why = "asked" if cold else "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
     why = why or cold_reason(argv, workdir, environment)
     if why is not None:
         return subprocess.run(

@@ -139,3 +139,16 @@ def test_it_is_the_interpreter_of_this_environment():
     done = run(["-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
     assert done.stdout.strip() == sys.executable
     assert Path(done.args[0]) == Path(sys.executable)
+
+
+@pytest.mark.parametrize("command", sorted(forkserver.COLD_STARTS))
+def test_each_command_keeps_a_named_cold_start(command):
+    """The test named for a command exists and starts it cold (subprocess, or cold=True)."""
+    test, reason = forkserver.COLD_STARTS[command]
+    path, name = test.split("::")
+    source = (ROOT / path).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert found and reason, test
+    body = ast.get_source_segment(source, found[0]) or ""
+    assert "cold=True" in body or "sys.executable" in body, test
