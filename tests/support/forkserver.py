@@ -106,9 +106,9 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     input: str | bytes | None = None,
-    stdin: int | None = None,
-    stdout: int | None = None,
-    stderr: int | None = None,
+    stdin: Any = None,  # as subprocess: a file descriptor, a file, PIPE/DEVNULL or None
+    stdout: Any = None,
+    stderr: Any = None,
     capture_output: bool = False,
     text: bool = False,
     timeout: float | None = None,
@@ -234,7 +234,18 @@ class _Client:
         with self.lock:
             return self._call(argv, cwd, env, input, stdin, stdout, stderr, text, timeout)
 
-    def _call(self, argv, cwd, env, input, stdin, stdout, stderr, text, timeout):
+    def _call(
+        self,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        input: str | bytes | None,
+        stdin: Any,
+        stdout: Any,
+        stderr: Any,
+        text: bool,
+        timeout: float | None,
+    ) -> subprocess.CompletedProcess:
         mine: list[int] = []  # the ends this process reads or writes
         theirs: list[int] = []  # the child's ends of the pipes made here, closed once sent
         fds: list[int] = []
