@@ -46,7 +46,7 @@ def test_the_grading_takes_the_worker_started_early(tmp_path, monkeypatch):
     early = launch._early[(target.resolve(), False, limits.MEMORY)]
     client = WorkerClient(target)
     try:
-        parent = client.call("objective.perplexity", [1.0], {}, timeout=600)[0]
+        parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
     finally:
         client.close()
     assert parent == early.popen.pid, "the lesson process was not forked by the early worker"
@@ -62,7 +62,7 @@ def test_an_early_worker_that_died_is_not_taken(tmp_path, monkeypatch):
     early.popen.wait()
     client = WorkerClient(target)
     try:
-        parent = client.call("objective.perplexity", [1.0], {}, timeout=600)[0]
+        parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
     finally:
         client.close()
     assert parent != early.popen.pid and client.starts == 1 and not launch._early

@@ -54,7 +54,7 @@ def _leaving(tag: str) -> Variant:
 def _run(target: Path, sandbox: bool = False) -> tuple[list, int]:
     client = WorkerClient(target, sandbox=sandbox)
     try:
-        return client.call("objective.perplexity", [1.0], {}, timeout=600)[0], client.starts
+        return client.call("objective.perplexity", [1.0], {}, timeout=60)[0], client.starts
     finally:
         client.close()
 
@@ -91,10 +91,10 @@ def test_the_watch_needs_no_torch_dynamo_and_an_optimizer_finds_it_imported(tmp_
     rule = {"ops": ["aten::exp"], "allow": [], "message": "perplexity by hand"}
     client = WorkerClient(target)
     try:
-        plain = client.call("objective.perplexity", [1.0], {}, timeout=600)[0]
-        watched = client.call("objective.perplexity", [1.0], {}, timeout=600, rule=rule)[0]
+        plain = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+        watched = client.call("objective.perplexity", [1.0], {}, timeout=60, rule=rule)[0]
         client._prepare(dynamo=True)  # what a scenario in OPTIMIZING_SCENARIOS asks first
-        after = client.call("objective.perplexity", [1.0], {}, timeout=600)[0]
+        after = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
     finally:
         client.close()
     assert (plain, watched, after) == (False, False, True)
