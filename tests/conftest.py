@@ -108,13 +108,13 @@ def released_course(tmp_path_factory) -> Path:
     Built once per test run, not once per pytest-xdist worker (a release grades the reference
     of every lesson: a minute of CPU; support/run_once.py). Tests read it or copy it, never
     change it."""
-    import subprocess
+    from support import forkserver
 
     pytest.importorskip("nbgrader", reason="the grading extra (nbgrader) is not installed")
 
     def release(folder: Path) -> None:
-        built = subprocess.run(
-            [sys.executable, "-m", "instructor", "--course", str(folder / "course"), "release"]
+        built = forkserver.run(
+            ["-m", "instructor", "--course", str(folder / "course"), "release"]
             + ["--site-url", RELEASED_SITE],
             cwd=ROOT,
             capture_output=True,
@@ -140,3 +140,70 @@ def site(tmp_path_factory) -> Path:
             )
 
     return built_once(tmp_path_factory, "site", student_site)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fork_server():
+    """This worker's fork server (tests/support/forkserver.py) ends with the session and is
+    waited for, so that its CPU time counts to the run."""
+    from support import forkserver
+
+    yield
+    forkserver.stop()
+
+
+# The CPU guard (tests/support/cpu_guard.py): a test not marked slow that uses more than
+# NOT_SLOW_BOUND CPU-seconds, with the processes it starts, fails. Counted from its setup to its
+# teardown, so a module's fixture counts to the first test that needs it (the order within a
+# file is fixed). A session fixture's setup counts to no test: which test asks first depends on
+# how pytest-xdist deals the files, and the verdict must not. Nor does the fork server's own
+# start-up (tests/support/forkserver.py); the commands it forks count.
+_SESSION_SETUP = {"depth": 0, "seconds": 0.0}
+_STARTED: dict[str, tuple[float, float]] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    from support.cpu_guard import tree_seconds
+    from support.forkserver import template_pids
+
+    if fixturedef.scope != "session":
+        yield
+        return
+    _SESSION_SETUP["depth"] += 1
+    before = tree_seconds(template_pids())
+    try:
+        yield
+    finally:
+        _SESSION_SETUP["depth"] -= 1
+        if _SESSION_SETUP["depth"] == 0:  # the outermost: the nested ones are inside it
+            _SESSION_SETUP["seconds"] += tree_seconds(template_pids()) - before
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    from support.cpu_guard import tree_seconds
+    from support.forkserver import template_pids
+
+    _STARTED[item.nodeid] = (tree_seconds(template_pids()), _SESSION_SETUP["seconds"])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    from support.cpu_guard import NOT_SLOW_BOUND, tree_seconds
+    from support.forkserver import template_pids
+
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "teardown" or item.nodeid not in _STARTED:
+        return
+    before, session_before = _STARTED.pop(item.nodeid)
+    session = _SESSION_SETUP["seconds"] - session_before
+    used = tree_seconds(template_pids()) - before - session
+    if used > NOT_SLOW_BOUND and item.get_closest_marker("slow") is None and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} used {used:.1f} CPU-seconds (with the processes it started), more "
+            f"than NOT_SLOW_BOUND ({NOT_SLOW_BOUND}) in tests/support/cpu_guard.py: mark it "
+            "@pytest.mark.slow, or make it cheaper"
+        )

@@ -19,6 +19,8 @@ import pytest
 from support.release_folders import block_beside_attention
 
 ROOT = Path(__file__).resolve().parents[2]
+# The chapters' code runs here, the whole of it: slow (docs/developers.md).
+pytestmark = pytest.mark.slow
 CHAPTERS = sorted((ROOT / "course").rglob("*.md"))
 NO_REFERENCE = "import sys; sys.modules['solutions'] = None  # no reference here\n"
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import forkserver
 
 from core.fingerprint import fingerprint
 from core.manifest import load_manifest
@@ -24,10 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSON_MERGES = ["--tokenizer", "lesson"]
 
 
-def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
-    result = subprocess.run(
+def _compare(target: Path, out: Path, corpus_args: list[str], *, cold: bool = False) -> str:
+    result = forkserver.run(
         [
-            sys.executable,
             "-m",
             "gpt.compare",
             "--target",
@@ -42,6 +40,7 @@ def _compare(target: Path, out: Path, corpus_args: list[str]) -> str:
         capture_output=True,
         text=True,
         timeout=1800,  # a hang guard only
+        cold=cold,  # forkserver.COLD_STARTS
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -64,7 +63,8 @@ def _student_copy(tmp_path: Path, *modules: str, replace: tuple[str, str] | None
 def test_untouched_exercises_fall_back_and_claim_nothing(
     tmp_path: Path, small_corpus: Path
 ) -> None:
-    out = _compare(ROOT / "exercises", tmp_path / "run", ["--corpus", str(small_corpus)])
+    corpus = ["--corpus", str(small_corpus)]
+    out = _compare(ROOT / "exercises", tmp_path / "run", corpus, cold=True)
     assert "Your functions (0)" in out
     assert "tokenizer: gpt2 (the same in both runs)" in out
     assert "training.train_step" in out and "Reference fallbacks (39)" in out

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from support import forkserver
 
 from gpt import checkpoint, generate
 from gpt.model import GPT, preset
@@ -29,15 +29,16 @@ def run_folder(tmp_path: Path) -> Path:
     return run
 
 
-def _generate(run: Path, lessons: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpt.generate", "A cat", "--model", str(run)]
+def _generate(run: Path, lessons: str, *, cold: bool = False) -> subprocess.CompletedProcess:
+    return forkserver.run(
+        ["-m", "gpt.generate", "A cat", "--model", str(run)]
         + ["--max-new-tokens", "5", "--temperature", "0", "--lessons", lessons],
         cwd=ROOT,
         env={**os.environ, "COURSE_PROGRESS_SECONDS": "0"},  # a line for every token
         capture_output=True,  # pipes: not a terminal
         text=True,
         timeout=1800,  # a hang guard only
+        cold=cold,
     )
 
 
@@ -66,7 +67,7 @@ def test_unfinished_lessons_fall_back_to_the_reference_with_a_line(
 
 @pytest.mark.slow
 def test_progress_lines_when_standard_error_is_not_a_terminal(run_folder: Path) -> None:
-    done = _generate(run_folder, "solutions")
+    done = _generate(run_folder, "solutions", cold=True)  # forkserver.COLD_STARTS
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("generating: ")]
     assert [line.split(",")[0] for line in lines] == [

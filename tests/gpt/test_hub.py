@@ -14,13 +14,13 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from support import forkserver
 
 from gpt import checkpoint, generate, hub
 from gpt.model import GPT, GPTConfig, preset
@@ -234,8 +234,8 @@ NO_RETRY_WAITS = (
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "GPT2_WEIGHTS"))}
     clean.update(PYTHONPATH=str(ROOT), HF_HUB_DISABLE_TELEMETRY="1", **env)
-    return subprocess.run(
-        [sys.executable, "-c", NO_RETRY_WAITS, *args],
+    return forkserver.run(
+        ["-c", NO_RETRY_WAITS, *args],
         cwd=ROOT,
         env=clean,
         capture_output=True,

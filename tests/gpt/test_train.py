@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import forkserver
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,8 +17,8 @@ def test_progress_lines_when_the_output_is_a_pipe(tmp_path: Path, small_corpus: 
     flags = ["--preset", "micro", "--corpus", str(small_corpus), "--out", str(tmp_path / "run")]
     flags += ["--batch-size", "2", "--context-length", "16", "--stride", "16", "--steps", "3"]
     flags += ["--warmup-steps", "1", "--eval-batches", "1", "--sample-tokens", "2"]
-    done = subprocess.run(
-        [sys.executable, "-m", "gpt.train", *flags],
+    done = forkserver.run(
+        ["-m", "gpt.train", *flags],
         cwd=ROOT,
         env={**os.environ, "COURSE_PROGRESS_SECONDS": "0"},  # a line for every step
         capture_output=True,

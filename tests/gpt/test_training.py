@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import forkserver
 
 from gpt import data, generate, train
 from gpt.model import GPT, GPTConfig
@@ -153,8 +154,8 @@ def test_ctrl_c_stops_with_one_line_and_a_checkpoint_then_resumes(
     assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == step
     assert len(_losses(out)) == step  # every finished step logged, none past the checkpoint
 
-    resumed = subprocess.run(
-        [sys.executable, "-m", "gpt.train", *flags, "--steps", str(step + 2)],
+    resumed = forkserver.run(
+        ["-m", "gpt.train", *flags, "--steps", str(step + 2)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -239,8 +240,8 @@ def test_run_on_embedded_corpus_ends_well_below_unigram_baseline(tmp_path: Path)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "gpt.train", *args],
+    return forkserver.run(
+        ["-m", "gpt.train", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

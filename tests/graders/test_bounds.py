@@ -199,6 +199,7 @@ HOSTILE_TOKENS = {
 }
 
 
+@pytest.mark.slow  # every hostile shape graded: above the CPU guard's bound
 def test_every_hostile_shape_fails_in_seconds_and_the_rest_of_the_lesson_is_graded(tmp_path):
     from variants import Variant, build_target
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from support import forkserver
 
 import graders
 from core.manifest import load_manifest
@@ -106,9 +105,9 @@ def grade(target: Path, tmp: Path, *, hidden: bool, seed: int) -> dict[str, int]
     """Points per lesson, graded as autograde's harness grades (``python -m graders``, the
     seed in COURSE_INPUT_SEED), public and hidden checks when ``hidden``."""
     report = tmp / f"report-{target.parent.name}-{hidden}-{seed}.json"
-    command = [sys.executable, "-m", "graders", "--target", str(target), "--json", str(report)]
+    command = ["-m", "graders", "--target", str(target), "--json", str(report)]
     env = dict(os.environ, PYTHONPATH=str(ROOT), COURSE_INPUT_SEED=str(seed))
-    done = subprocess.run(
+    done = forkserver.run(
         command + ["--hidden"] * hidden,
         cwd=ROOT,
         env=env,

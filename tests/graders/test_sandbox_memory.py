@@ -46,7 +46,7 @@ def run_children(n: int, tmp_path) -> str:
     command = sandbox._sandbox_command(
         [sys.executable, "-I", "-c", CHILDREN, str(n)], tmp_path, LIMITS
     )
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     return done.stdout
 
 

@@ -44,7 +44,7 @@ def test_the_prefix_runs_the_command_as_that_user_in_a_folder_of_its_own(tmp_pat
         cwd=work,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(maxsplit=2)[:2] == [str(nobody.pw_uid), str(nobody.pw_gid)]
@@ -55,7 +55,7 @@ def test_the_prefix_runs_the_command_as_that_user_in_a_folder_of_its_own(tmp_pat
         cwd=work,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert status.stdout.split() == ["CapEff:", "0000000000000000"], status.stderr
 

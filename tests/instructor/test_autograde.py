@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import forkserver
 from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
@@ -305,6 +306,7 @@ def test_feedback_refuses_another_gradebook_and_keeps_the_feedback_there(
     assert {p: p.read_bytes() for p in course.feedback.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.slow  # whole autogrades: above the CPU guard's bound
 def test_plain_nbgrader_autograde_grades_and_a_failure_keeps_the_grade(course):
     """``nbgrader autograde LESSON`` in the course folder (formgrader's button runs the same):
     the kernel finds the graders, the reference solution earns every point, the seed is kept;
@@ -404,6 +406,7 @@ def test_a_late_penalty_shows_in_the_progress_lines_beside_the_raw_points(capsys
     assert f"cy/{LESSON}: 15 of 20 (raw 17, late -2)\n" in err
 
 
+@pytest.mark.slow  # whole autogrades: above the CPU guard's bound
 def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):
     """The reference block.py submitted alone (the folder's lessons 2 and 4 as released: stubs)
     gets every point, hidden checks included, from ``python -m instructor autograde`` (ann) and
@@ -419,8 +422,8 @@ def test_the_block_lesson_alone_gets_every_point_from_both_autogrades(course):
         shutil.copyfile(ROOT / "solutions" / "block.py", dest / "exercises" / "block.py")
 
     hand_in("ann")
-    done = subprocess.run(
-        [sys.executable, "-m", "instructor", "--course", str(course.root), "autograde", "block"],
+    done = forkserver.run(
+        ["-m", "instructor", "--course", str(course.root), "autograde", "block"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -479,6 +479,7 @@ def test_stuck_sees_the_attempts_of_one_download(released_course, tmp_path):
     engine.dispose()
 
 
+@pytest.mark.slow  # a browser
 def test_mistakes_report_renders_in_a_browser(fake_class, tmp_path):
     chromium = require("chromium")
     from playwright.sync_api import sync_playwright

@@ -74,7 +74,7 @@ def test_the_local_cluster_refuses_a_client_without_its_credentials():
     with Engine("dask", workers=1) as engine:
         address = engine.cluster.scheduler_address
         assert address.startswith("tls://127.0.0.1:"), address
-        assert engine.client.submit(_answer).result(timeout=60) == 42  # its own processes
+        assert engine.client.submit(_answer).result(timeout=600) == 42  # its own processes
         # Another local process gets nowhere: plain TCP, TLS without a certificate, or TLS with
         # credentials of its own (not signed by the run's temporary CA).
         plain = address.replace("tls://", "tcp://")
@@ -104,7 +104,7 @@ def test_without_cryptography_the_local_cluster_has_no_port(without_cryptography
 
     with Engine("dask", workers=1) as engine:
         assert engine.cluster.scheduler_address.startswith("inproc://")
-        assert engine.client.submit(_answer).result(timeout=60) == 42
+        assert engine.client.submit(_answer).result(timeout=600) == 42
 
 
 def _started() -> int:

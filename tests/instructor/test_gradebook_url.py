@@ -44,7 +44,7 @@ def postgres():
         port = s.getsockname()[1]
 
     def run(*command: str) -> None:
-        done = subprocess.run([*as_user, *command], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([*as_user, *command], capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
 
     data = folder / "data"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from support import forkserver
+
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "embeddings"
 STUDENT_MISTAKE = "off-by-one"  # a named mistake of lookup-matches-indexing
@@ -24,8 +26,8 @@ def manifest():
 
 
 def instructor(course: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "instructor", "--course", str(course), *args],
+    return forkserver.run(
+        ["-m", "instructor", "--course", str(course), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

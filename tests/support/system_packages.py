@@ -31,7 +31,7 @@ def _sandbox_works(bwrap: str) -> str | None:
     probe = [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"]
     probe += ["--proc", "/proc", "--dev", "/dev", "/bin/true"]
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as error:
         return str(error)
     lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
