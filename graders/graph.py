@@ -223,7 +223,7 @@ def _bound(op: str, function: Any, args: list, kwargs: dict) -> None:
     if any(a.name == "device" for a in function._schema.arguments):
         on_meta[1]["device"] = torch.device("meta")  # a new tensor: its shape only
     try:
-        with torch.no_grad():
+        with torch.set_grad_enabled(False):  # shapes only: no graph to record
             shaped = function(*on_meta[0], **on_meta[1])
     except Exception:  # noqa: BLE001 - a shape that follows from values (a boolean mask): at
         return  # most its input's, checked as it runs
