@@ -343,9 +343,7 @@ def test_the_checkers_run_of_honest_graphs_imports_neither_sympy_nor_torch_dynam
         "    graph.graded_value(traced, rule, args, kwargs, graph.Budget.of(60), oracle)\n"
         "print(len(HONEST), 'sympy' in sys.modules, 'torch._dynamo' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+    done = _fresh_interpreter(script)
     assert done.stdout.split()[1:] == ["False", "False"], done.stdout + done.stderr
     assert int(done.stdout.split()[0]) >= 5
 
@@ -386,6 +384,13 @@ def test_the_allowlist_is_the_manifests_one_table():
     assert {"layer_norm", "gelu", "cross_entropy", "attention", "adamw_step"} <= traced
 
 
+def _fresh_interpreter(script: str) -> subprocess.CompletedProcess:
+    """``script`` run by a new interpreter in the repository: what it imports is its own."""
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+
+
 def test_tracing_does_not_import_torch_dynamo():
     # torch._dynamo takes seconds to import: a tracer that needed it (make_fx does) would put
     # them between a student's save and the first verdict of every lesson that traces.
@@ -395,7 +400,5 @@ def test_tracing_does_not_import_torch_dynamo():
         "trace(lambda x: (x - x.mean(-1, keepdim=True)).sum(), (torch.ones(2, 3),), {})\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+    done = _fresh_interpreter(script)
     assert done.stdout.strip() == "False", done.stderr
