@@ -20,7 +20,9 @@ def test_an_ended_child_counts():
 def test_a_live_child_counts_and_a_process_not_owned_only_its_children():
     child = subprocess.Popen([sys.executable, "-c", SPIN + "time.sleep(600)"])
     try:
-        while _own(child.pid) < 0.6:  # past the bound: the two scans below are not one instant
+        # Until it has spun all of its 0.5 s (it sleeps after): the two scans below are not one
+        # instant, and a child still spinning at 0.45 leaves the difference just short of it.
+        while _own(child.pid) < 0.5:
             time.sleep(0.05)
         assert tree_seconds() - tree_seconds(frozenset({child.pid})) >= 0.45
     finally:
