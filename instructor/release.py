@@ -169,7 +169,7 @@ def install_lines() -> list[str]:
 
 def requirements(path: Path | None = None) -> str:
     """requirements.txt of a released lesson, from pyproject.toml: the project's dependencies
-    (the package and the graders import them), the packages of the test extra that the shipped
+    (the package and the graders import them), the packages of the grade extra that the shipped
     graders import (pytest, hypothesis), and the notebook extra (Jupyter); torch from PyTorch's
     CPU index, as a student on Linux gets it (elsewhere that index serves PyPI's own builds);
     its first lines name the install commands, GPT-2's ranks package included."""
@@ -177,7 +177,7 @@ def requirements(path: Path | None = None) -> str:
     extras = data.get("optional-dependencies", {})
     shipped = [p for p in GRADERS.rglob("*.py") if p.relative_to(GRADERS).parts[0] not in HOME]
     imported = imported_names(shipped)
-    graders_need = [r for r in extras.get("test", []) if _module_of(r) in imported]
+    graders_need = [r for r in extras.get("grade", []) if _module_of(r) in imported]
     lines = [
         "# What this lesson's notebook and package need. In this folder, in a fresh virtual",
         "# environment (python -m venv .venv), run these two commands:",

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import pytest
+from packaging.requirements import Requirement
 from support import system_packages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,3 +247,18 @@ def test_an_installed_hub_proxy_is_used_as_it_is(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(hub_proxy, "PROXY", proxy)
     monkeypatch.setattr(hub_proxy.shutil, "which", lambda _name: pytest.fail("npm was run"))
     assert hub_proxy.install() == proxy
+
+
+def test_the_students_environment_grades_without_the_projects_test_packages(noxfile):
+    """`.nox/course` (grade, compare, train, docs, course) holds what grading needs and none of
+    what only the project's own tests need (transformers with tokenizers and pydantic, xdist);
+    `.nox/dev` holds both."""
+
+    def names(environment: str) -> set[str]:
+        return {Requirement(r).name.lower() for r in noxfile._requirements(environment)}
+
+    course, dev = names("course"), names("dev")
+    assert {"pytest", "pytest-timeout", "hypothesis"} <= course
+    assert not {"transformers", "pytest-xdist", "nbgrader"} & course
+    assert {"transformers", "pytest-xdist", "nbgrader"} <= dev
+    assert course <= dev
