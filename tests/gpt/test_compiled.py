@@ -20,6 +20,10 @@ def _config(tmp_path: Path, corpus: Path, name: str, **overrides) -> train.Train
     settings = dict(
         preset="micro",
         corpus=str(corpus),
+        # The lessons' merges (300 ranks), not GPT-2's 50,257: what a CPU compiles is the blocks,
+        # the same graph whatever the vocabulary (compiled.targets).
+        tokenizer="lesson",
+        vocab_size=300,
         steps=4,
         batch_size=2,
         context_length=16,
