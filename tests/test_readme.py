@@ -1,10 +1,11 @@
 """Every command in the code blocks of the README and the pages of docs/ works as written.
 
-The cheap ones run here, through the module their nox session runs (read from noxfile.py) in
-this interpreter, whose environment holds everything the sessions' environments do. The
-others are listed in SKIPPED with the reason and, where one does, the test that covers them;
-they are still checked to name a real nox session or file. A new command in any of these pages
-must either run here or be listed.
+The cheap ones run here, through the module their nox session runs (read from noxfile.py) with
+this interpreter, whose environment holds everything the sessions' environments do, forked
+from the tests' warm template (tests/support/forkserver.py): none of them is a command's one
+cold start (forkserver.COLD_STARTS names those). The others are listed in SKIPPED with the
+reason and, where one does, the test that covers them; they are still checked to name a real
+nox session or file. A new command in any of these pages must either run here or be listed.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-import subprocess
-import sys
 import sysconfig
 import tomllib
 from pathlib import Path
 
 import pytest
+from support import forkserver
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -111,14 +111,15 @@ def nox_sessions() -> dict[str, list[str]]:
 
 
 def as_python(command: str, tmp_path: Path) -> list[str]:
-    """``nox -s NAME -- ARGS`` as the python command that session runs (runs/ into tmp_path)."""
+    """``nox -s NAME -- ARGS`` as the arguments of the python command that session runs
+    (runs/ into tmp_path)."""
     words = shlex.split(command)
     assert words[:2] == ["nox", "-s"], command
     module = nox_sessions()[words[2]]
     assert module, f"nox -s {words[2]} runs no python module this test knows how to call"
     args = words[4:] if words[3:4] == ["--"] else words[3:]
     args = [str(tmp_path / a) if a.startswith("runs/") else a for a in args]
-    return [sys.executable, *module, *args]
+    return [*module, *args]
 
 
 COMMANDS = readme_commands()
@@ -194,7 +195,7 @@ def test_skipped_commands_still_name_real_things(command: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c not in SKIPPED])
 def test_command_works_as_written(command: str, tmp_path: Path) -> None:
-    done = subprocess.run(
+    done = forkserver.run(
         as_python(command, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=1800
     )
     if command in FAILS_WITH:

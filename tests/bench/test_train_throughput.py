@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import forkserver
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "train_throughput.py"
@@ -26,13 +27,16 @@ def _bench():
     return module
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
+def _run(*args: str, cold: bool = False) -> subprocess.CompletedProcess:
+    """``python bench/train_throughput.py ARGS``, forked from the tests' warm template unless
+    ``cold`` (tests/support/forkserver.py); what it starts itself starts cold."""
+    return forkserver.run(
+        [str(SCRIPT), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=900,  # a hang guard only
+        cold=cold,
     )
 
 
@@ -45,7 +49,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     ],
 )
 def test_bad_arguments_are_one_line_before_anything_runs(args: list[str], message: str) -> None:
-    done = _run(*args)
+    done = _run(*args, cold=True)  # before torch loads: forkserver.COLD_STARTS
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 

@@ -1,8 +1,14 @@
 """Training on two processes with torchrun equals training on one with the same global batch.
 
 Everything runs on the CPU with gloo over loopback (127.0.0.1, a free port). The runs are
-tiny (the ``micro`` preset, a few steps) and use dropout 0, so one process and two compute
-the same numbers up to float rounding.
+tiny (the ``micro`` preset, a few steps, the lessons' tokenizer with 300 ranks rather than
+GPT-2's 50,257-way output layer) and use dropout 0, so one process and two compute the same
+numbers up to float rounding.
+
+The commands are forked from the fork server's warm template (tests/support/forkserver.py),
+torchrun's workers too (``--run-path --start-method fork``: torchrun forks them from its own
+process, tests/support/as_module.py), except in test_two_processes_give_the_losses_of_one,
+which runs ``torchrun -m gpt.train`` cold, as users run it: a fresh interpreter per process.
 """
 
 from __future__ import annotations
@@ -13,12 +19,12 @@ import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
+from support import forkserver
 
 from gpt import distributed
 from gpt.model import GPT, GPTConfig
@@ -26,6 +32,7 @@ from solutions import training
 
 pytestmark = pytest.mark.slow  # torchrun starts processes that train
 ROOT = Path(__file__).resolve().parents[2]
+AS_MODULE = ROOT / "tests" / "support" / "as_module.py"
 RTOL = 1e-5
 
 # Steps 0-1 warm up; with --steps 3 or --steps 5 the schedule of steps 0-2 is the same, so a
@@ -34,7 +41,8 @@ FLAGS = [
     "--preset", "micro", "--batch-size", "4", "--grad-accum", "2", "--context-length", "16",
     "--stride", "16", "--warmup-steps", "2", "--dropout", "0", "--eval-every", "2",
     "--eval-batches", "2", "--checkpoint-every", "2", "--sample-tokens", "3",
-    "--device", "cpu", "--dtype", "float32", "--lr", "5e-3",
+    "--device", "cpu", "--dtype", "float32", "--lr", "5e-3", "--tokenizer", "lesson",
+    "--vocab-size", "300",
 ]  # fmt: skip
 
 
@@ -46,7 +54,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _train(corpus: Path, out: Path, steps: int, nproc: int = 1) -> subprocess.CompletedProcess:
+def _train(
+    corpus: Path, out: Path, steps: int, nproc: int = 1, *, cold: bool = False
+) -> subprocess.CompletedProcess:
+    """``python -m gpt.train``, under torchrun with ``nproc`` processes; forked (see the
+    module's docstring), or every process a fresh interpreter when ``cold``."""
     args = ["-m", "gpt.train", *FLAGS, "--corpus", str(corpus), "--out", str(out)]
     args += ["--steps", str(steps)]
     if nproc > 1:
@@ -55,9 +67,12 @@ def _train(corpus: Path, out: Path, steps: int, nproc: int = 1) -> subprocess.Co
         launcher = [
             "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
         ]  # fmt: skip
+        if not cold:
+            launcher += ["--run-path", "--start-method", "fork", str(AS_MODULE)]
+            args = args[1:]  # as_module.py takes the module's name
         args = launcher + args
-    done = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1800
+    done = forkserver.run(
+        args, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1800, cold=cold
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     return done
@@ -80,7 +95,7 @@ def _assert_same_run(got: list[dict], want: list[dict]) -> None:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """About 2,000 GPT-2 tokens of made-up sentences."""
+    """Made-up sentences: about 3,700 tokens of the lessons' merges (2,500 of GPT-2's)."""
     rng = random.Random(1)
     words = "the a cat dog river kite clock door tide watches follows remembers ignores".split()
     text = " ".join(
@@ -103,7 +118,8 @@ def single(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]
 def test_two_processes_give_the_losses_of_one(
     corpus: Path, single: list[dict], tmp_path: Path
 ) -> None:
-    done = _train(corpus, tmp_path / "ddp", steps=5, nproc=2)
+    # cold: the one run of torchrun as users start it (forkserver.COLD_STARTS)
+    done = _train(corpus, tmp_path / "ddp", steps=5, nproc=2, cold=True)
     got = _metrics(tmp_path / "ddp")
     _assert_same_run(got, single)
     assert len({round(r["loss"], 4) for r in got}) > 1  # it trained: the loss moved

@@ -93,6 +93,14 @@ COLD_STARTS = {
         "tests/instructor/test_release.py::test_a_lesson_released_later_keeps_the_courses_site",
         "a release from a fresh interpreter",
     ),
+    "bench/train_throughput.py": (
+        "tests/bench/test_train_throughput.py::test_bad_arguments_are_one_line_before_anything_runs",
+        "its usage errors come before torch loads",
+    ),
+    "torch.distributed.run": (
+        "tests/gpt/test_distributed.py::test_two_processes_give_the_losses_of_one",
+        "torchrun -m gpt.train: every process a fresh interpreter, not forked (--run-path)",
+    ),
 }
 # Set (to anything) in the test run's environment, every command starts cold: the suite as it was
 # before the fork server, to compare its cost or to rule the server out of a failure.
