@@ -15,6 +15,7 @@ import pytest
 from support.extras import require_extra
 
 require_extra("nbgrader", "the grading extra (nbgrader) is not installed")
+from support import forkserver  # noqa: E402
 from support.autograde_fakes import submit  # noqa: E402
 from support.instructor_commands import (  # noqa: E402
     LESSON,
@@ -250,8 +251,8 @@ def test_a_lesson_released_later_keeps_the_courses_site(released_course, tmp_pat
         info = json.loads((course / folder / "windows" / "release.json").read_text())
         assert info["site_url"] == RELEASED_SITE
     assert json.loads((course / "release.json").read_text())["site_url"] == RELEASED_SITE
-    zipped = subprocess.run(
-        [*run, "gradescope", "windows"], cwd=ROOT, env=env, capture_output=True, text=True
+    zipped = forkserver.run(  # the cold start of an instructor command is the release's above
+        [*run[1:], "gradescope", "windows"], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert zipped.returncode == 0, zipped.stderr[-3000:]
     with zipfile.ZipFile(course / "gradescope" / "windows.zip") as archive:
