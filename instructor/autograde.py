@@ -166,13 +166,17 @@ def grade_one(
     :mod:`.gradings`. A grading that graded nothing writes no report: it is recorded as failed,
     and nbgrader then keeps the grade already there (:class:`.preprocessors.KeepGradeOnFailure`)."""
     files, digest = submission_files(course, student, lesson, submission)
+    results = results or course.results
+    # Where the report goes is made first: a folder that cannot be made (a path through a
+    # file) fails the run now, not after a grading whose report it could not keep.
+    (results / student).mkdir(parents=True, exist_ok=True)
     graded = grade_files(lesson, files, sandbox=sandbox, timeout=timeout)
     if not graded_any(graded["report"]):
         cause = graded["error"] or "the grading run graded no check"
         gradings.failed(course.root, student, lesson, digest, cause)
         return None
     graders = graders_digest()
-    saved = save_result(results or course.results, student, lesson, digest, graded, graders)
+    saved = save_result(results, student, lesson, digest, graded, graders)
     stamp = submission_time(course.submitted / student / lesson)
     gradings.graded(course.root, student, lesson, digest, stamp, graded["seed"], graders)
     return saved
@@ -537,16 +541,18 @@ def autograde(
         with (
             Recorder(course, site=course_site(course)) as recorder,
             _Progress(len(jobs), enabled=progress) as bar,
-            Engine(engine, workers, scheduler, wait=wait, say=bar.say) as pool,
         ):
             plan_attempts(run, recorder)
-            for batch in pool.run(engine_tasks(run, grader or grade_files, options)):
-                done = sort_out(run, batch)
-                for job in done.finished:
-                    bar.graded("/".join(job))
-                record(run, recorder, done)
-                for job in done.finished:
-                    bar.recorded(run.outcomes[job])
+            # No more local workers than gradings: an idle one is a process started for nothing.
+            size = min(workers, len(run.tasks))
+            with Engine(engine, size, scheduler, wait=wait, say=bar.say) as pool:
+                for batch in pool.run(engine_tasks(run, grader or grade_files, options)):
+                    done = sort_out(run, batch)
+                    for job in done.finished:
+                        bar.graded("/".join(job))
+                    record(run, recorder, done)
+                    for job in done.finished:
+                        bar.recorded(run.outcomes[job])
     return [run.outcomes[job] for job in jobs]
 
 

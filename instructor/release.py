@@ -497,6 +497,7 @@ def build_source(
     base = choose_site(course, site)
     recorded = record_answers(chosen)
     stubs = _generator().render(ROOT, site=base)  # exercises/, the stubs linking the site
+    needs = requirements()  # every lesson's: read from the graders' imports once
     built = []
     for lesson in chosen:
         folder = course.source / lesson.slug
@@ -526,7 +527,7 @@ def build_source(
         (folder / "course").mkdir()
         (folder / "course" / "lessons.toml").write_text(manifest_text, encoding="utf-8")
         _copy_course_pages(folder / "course")
-        (folder / "requirements.txt").write_text(requirements(), encoding="utf-8")
+        (folder / "requirements.txt").write_text(needs, encoding="utf-8")
         # tells the graders they run in a release: its commands, its site (graders/where.py)
         info = {"site_url": base, "lesson": lesson.slug}
         (folder / RELEASE_FILE).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")

@@ -15,6 +15,7 @@ stay together in this file, the release's leak checks with them (they share thei
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import sqlite3
 import zipfile
@@ -356,13 +357,21 @@ def test_partial_credit_is_per_check(graded_class):
             assert score == (0 if check.function in lost else most), (student, name)
 
 
+@functools.cache
+def _public_manifest() -> str:
+    """The manifest as released (the same for every lesson: parsed once, not once a lesson)."""
+    from instructor.release import public_manifest
+
+    return public_manifest()
+
+
 def _hidden_texts(lesson) -> list[str]:
     """Text that identifies the hidden graders: check ids, hints, and their test code (what
     the public graders, the harness they run on and the public checks do not say as well)."""
-    from instructor.release import public_manifest, released_grader_files
+    from instructor.release import released_grader_files
 
     public = "".join(path.read_text() for path in released_grader_files(lesson).values())
-    public += public_manifest()
+    public += _public_manifest()
     texts = []
     for check in lesson.checks:
         if check.hidden:
@@ -398,17 +407,16 @@ def _leaks(text: str, regions: list[list[str]]) -> list[list[str]]:
     consecutive lines of one (single lines such as ``return table[ids]`` are what any correct
     oracle says too)."""
     lines = [t.strip() for t in text.splitlines() if t.strip() and not t.strip().startswith("#")]
-
-    def contains(block: list[str]) -> bool:
-        return any(lines[i : i + len(block)] == block for i in range(len(lines) - len(block) + 1))
-
-    found = []
-    for body in regions:
-        if (len(body) >= 2 and contains(body)) or any(
-            contains(body[i : i + 3]) for i in range(len(body) - 2)
-        ):
-            found.append(body)
-    return found
+    # Looked up among the text's runs of two and three lines, each set made once: a body of
+    # three lines or more that is there whole has its first three lines there.
+    pairs = set(zip(lines, lines[1:], strict=False))
+    triples = set(zip(lines, lines[1:], lines[2:], strict=False))
+    return [
+        body
+        for body in regions
+        if (len(body) == 2 and tuple(body) in pairs)
+        or any(run in triples for run in zip(body, body[1:], body[2:], strict=False))
+    ]
 
 
 def _texts(folder: Path) -> dict[Path, str]:

@@ -1,16 +1,16 @@
 """A class run through nbgrader's exchange on a real JupyterHub, end to end.
 
-The instructor (this process, root) releases a lesson and ``nbgrader release_assignment``s it
-into an exchange folder; JupyterHub (``jupyterhub`` from PyPI, its proxy from npm) spawns a
-Jupyter server for each of two students as a system user of their own, created here with
-``useradd``. Through the hub's proxy, each student's server fetches, validates and submits
-with nbgrader's own server extensions (the Assignments view's API) and saves the lesson module
-with Jupyter's contents API, so every file in a student's home is written by that student's
-process. Ann submits twice (a stub, then the reference), Bob once, after the due date. The
-instructor collects, autogrades (sandboxed, each submission on a secret seed of its own),
-writes the feedback and releases it; Bob fetches his through his server, and Ann hers by
-clicking "Fetch Feedback" in her Assignments view in chromium, which then lists both her
-submissions and links the feedback of the one graded.
+The instructor (this process, root) has the course released (a copy of the run's released
+course) and ``nbgrader release_assignment``s a lesson into an exchange folder; JupyterHub
+(``jupyterhub`` from PyPI, its proxy from npm) spawns a Jupyter server for each of two students
+as a system user of their own, created here with ``useradd``. Through the hub's proxy, each
+student's server fetches, validates and submits with nbgrader's own server extensions (the
+Assignments view's API) and saves the lesson module with Jupyter's contents API, so every file
+in a student's home is written by that student's process. Ann submits twice (a stub, then the
+reference), Bob once, after the due date. The instructor collects, autogrades (sandboxed, each
+submission on a secret seed of its own), writes the feedback and releases it; Bob fetches his
+through his server, and Ann hers by clicking "Fetch Feedback" in her Assignments view in
+chromium, which then lists both her submissions and links the feedback of the one graded.
 
 Every wait is for a condition (the hub answering, a server ready, a page element shown), with
 a hang guard far above what a loaded 2-core machine needs; no verdict depends on speed. It is
@@ -259,9 +259,11 @@ def exchange() -> Iterator[Exchange]:
 
 
 @pytest.fixture
-def course_folder(tmp_path, exchange, monkeypatch) -> Path:
-    """The instructor's course folder with LESSON released; the instructor's own nbgrader
-    settings name the exchange and a late penalty (a late submission scores zero)."""
+def course_folder(released_course, tmp_path, exchange, monkeypatch) -> Path:
+    """The instructor's course folder, every lesson released (a copy of the course that
+    ``python -m instructor release`` made once for the run, tests/conftest.py); the
+    instructor's own nbgrader settings name the exchange and a late penalty (a late submission
+    scores zero)."""
     own = tmp_path / "instructor-jupyter"
     own.mkdir()
     (own / "nbgrader_config.py").write_text(
@@ -271,8 +273,8 @@ def course_folder(tmp_path, exchange, monkeypatch) -> Path:
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(own))
     monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
     course = tmp_path / "course"
-    released = instructor(course, "release", LESSON, "--site-url", RELEASED_SITE)
-    assert released.returncode == 0, released.stdout[-3000:] + released.stderr[-3000:]
+    shutil.copytree(released_course, course)
+    assert json.loads((course / "release.json").read_text())["site_url"] == RELEASED_SITE
     return course
 
 
@@ -340,8 +342,9 @@ def test_a_two_student_class_runs_through_the_exchange_on_jupyterhub(
     assert kept == {ann: ann_stamps[-1], bob: bob_stamp}
     graded = instructor(course_folder, "autograde", LESSON)
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
-    with (course_folder / "grades.csv").open() as table:
-        grades = {row["student_id"]: row for row in csv.DictReader(table)}
+    with (course_folder / "grades.csv").open() as table:  # every released lesson's rows
+        rows = csv.DictReader(table)
+        grades = {row["student_id"]: row for row in rows if row["assignment"] == LESSON}
     as_numbers = {
         s: [float(grades[s][c]) for c in ("raw_score", "late_submission_penalty", "score")]
         for s in students
