@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.cpu_guard import CpuGuard
 from support.release_site import RELEASED_SITE
 from support.run_once import built_once
 from support.student_site import build_student_site
@@ -31,6 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.setdefault(name, "1")
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    # The CPU guard: a plugin of the whole run rather than hooks of this file, whose hooks pytest
+    # does not call for the session's own fixtures (their node is the Session, above tests/).
+    config.pluginmanager.register(CpuGuard(), "cpu-guard")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -150,60 +154,3 @@ def _fork_server():
 
     yield
     forkserver.stop()
-
-
-# The CPU guard (tests/support/cpu_guard.py): a test not marked slow that uses more than
-# NOT_SLOW_BOUND CPU-seconds, with the processes it starts, fails. Counted from its setup to its
-# teardown, so a module's fixture counts to the first test that needs it (the order within a
-# file is fixed). A session fixture's setup counts to no test: which test asks first depends on
-# how pytest-xdist deals the files, and the verdict must not. Nor does the fork server's own
-# start-up (tests/support/forkserver.py); the commands it forks count.
-_SESSION_SETUP = {"depth": 0, "seconds": 0.0}
-_STARTED: dict[str, tuple[float, float]] = {}
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    from support.cpu_guard import tree_seconds
-    from support.forkserver import template_pids
-
-    if fixturedef.scope != "session":
-        yield
-        return
-    _SESSION_SETUP["depth"] += 1
-    before = tree_seconds(template_pids())
-    try:
-        yield
-    finally:
-        _SESSION_SETUP["depth"] -= 1
-        if _SESSION_SETUP["depth"] == 0:  # the outermost: the nested ones are inside it
-            _SESSION_SETUP["seconds"] += tree_seconds(template_pids()) - before
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    from support.cpu_guard import tree_seconds
-    from support.forkserver import template_pids
-
-    _STARTED[item.nodeid] = (tree_seconds(template_pids()), _SESSION_SETUP["seconds"])
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    from support.cpu_guard import NOT_SLOW_BOUND, tree_seconds
-    from support.forkserver import template_pids
-
-    outcome = yield
-    report = outcome.get_result()
-    if call.when != "teardown" or item.nodeid not in _STARTED:
-        return
-    before, session_before = _STARTED.pop(item.nodeid)
-    session = _SESSION_SETUP["seconds"] - session_before
-    used = tree_seconds(template_pids()) - before - session
-    if used > NOT_SLOW_BOUND and item.get_closest_marker("slow") is None and report.passed:
-        report.outcome = "failed"
-        report.longrepr = (
-            f"{item.nodeid} used {used:.1f} CPU-seconds (with the processes it started), more "
-            f"than NOT_SLOW_BOUND ({NOT_SLOW_BOUND}) in tests/support/cpu_guard.py: mark it "
-            "@pytest.mark.slow, or make it cheaper"
-        )

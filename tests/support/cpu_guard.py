@@ -1,13 +1,17 @@
 """The CPU a test uses: this process's and every process it started, live or ended.
 
-tests/conftest.py fails a test not marked ``slow`` that uses more than :data:`NOT_SLOW_BOUND`.
-Processor time, not wall time: a loaded machine stretches the second, not the first, so the
-verdict does not depend on the machine's speed or load.
+:class:`CpuGuard` (registered by tests/conftest.py) fails a test not marked ``slow`` that uses more
+than :data:`NOT_SLOW_BOUND`. Processor time, not wall time: a loaded machine stretches the second,
+not the first, so the verdict does not depend on the machine's speed or load.
 """
 
 from __future__ import annotations
 
 import os
+
+import pytest
+
+from support.forkserver import template_pids
 
 # A test not marked slow uses at most this many CPU-seconds (its process and its children). The
 # suite's profile: the heaviest routine tests use 4-7 (a grading command with its worker); the
@@ -46,3 +50,53 @@ def tree_seconds(not_own: frozenset[int] = frozenset()) -> float:
             total += waited + (0 if pid in not_own else own)
             stack.extend(children.get(pid, []))
     return total / _TICK
+
+
+class CpuGuard:
+    """The guard's hooks, as a plugin of the run.
+
+    A test is counted from its setup to its teardown, so a module's fixture counts to the first
+    test that needs it (the order within a file is fixed). A session fixture's setup counts to no
+    test: which test asks first depends on how pytest-xdist deals the files, and the verdict must
+    not. Nor does the fork server's own start-up (tests/support/forkserver.py); the commands it
+    forks count.
+    """
+
+    def __init__(self) -> None:
+        self.session_depth = 0
+        self.session_seconds = 0.0  # session fixtures' setups so far
+        self.started: dict[str, tuple[float, float]] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        if fixturedef.scope != "session":
+            yield
+            return
+        self.session_depth += 1
+        before = tree_seconds(template_pids())
+        try:
+            yield
+        finally:
+            self.session_depth -= 1
+            if self.session_depth == 0:  # the outermost: the nested ones are inside it
+                self.session_seconds += tree_seconds(template_pids()) - before
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        self.started[item.nodeid] = (tree_seconds(template_pids()), self.session_seconds)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if call.when != "teardown" or item.nodeid not in self.started:
+            return
+        before, session_before = self.started.pop(item.nodeid)
+        used = tree_seconds(template_pids()) - before - (self.session_seconds - session_before)
+        if used > NOT_SLOW_BOUND and item.get_closest_marker("slow") is None and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid} used {used:.1f} CPU-seconds (with the processes it started), "
+                f"more than NOT_SLOW_BOUND ({NOT_SLOW_BOUND}) in tests/support/cpu_guard.py: "
+                "mark it @pytest.mark.slow, or make it cheaper"
+            )
