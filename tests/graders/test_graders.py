@@ -160,18 +160,8 @@ def test_the_block_lesson_is_graded_on_its_own_code_with_earlier_lessons_as_stub
 
     target = block_alone.package(tmp_path / "exercises", getattr(block_alone, kind)())
     path = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            PYTHON,
-            "-m",
-            "graders",
-            "block",
-            "--hidden",
-            "--target",
-            str(target),
-            "--json",
-            str(path),
-        ],
+    done = forkserver.run(
+        ["-m", "graders", "block", "--hidden", "--target", str(target), "--json", str(path)],
         cwd=ROOT,
         env={**os.environ, "COURSE_INPUT_SEED": str(SECRET)},
         capture_output=True,
