@@ -252,8 +252,8 @@ def test_results_survive_a_kill_and_the_worker_dies_with_the_checker(tmp_path):
     path = tmp_path / "report.json"
     target = tmp_path / "pkg"  # a path of its own: only this run's workers have it in argv
     shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "graders", "--target", str(target), "--json", str(path)],
+    proc = forkserver.popen(
+        ["-m", "graders", "--target", str(target), "--json", str(path)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
