@@ -120,17 +120,13 @@ def run(
     """``subprocess.run([sys.executable, *args], ...)``, forked from the warm template when it
     can be (see the module's docstring), cold otherwise; the same result either way. ``cold``
     starts it cold regardless: the tests in :data:`COLD_STARTS` keep one cold start a command."""
-    argv = [os.fspath(a) for a in args]
-    workdir = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
-    environment = dict(os.environ if env is None else env)
     if capture_output:
         if stdout is not None or stderr is not None:
             raise ValueError("capture_output takes no stdout or stderr: drop one of them")
         stdout = stderr = subprocess.PIPE
     if input is not None and stdin is not None:
         raise ValueError("input takes no stdin: drop one of them")
-    why = "asked" if cold else "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
-    why = why or cold_reason(argv, workdir, environment)
+    argv, workdir, environment, why = _command(args, cwd, env, cold)
     if why is not None:
         return subprocess.run(
             [sys.executable, *argv],
@@ -163,23 +159,28 @@ def popen(
     test (polled, signalled, waited for), forked from the warm template where :func:`run` would
     fork it, cold otherwise. Its streams are files or descriptors, DEVNULL or STDOUT, not PIPE.
     It holds the template until it has ended and been waited for (``poll`` or ``wait``)."""
+    if subprocess.PIPE in (stdin, stdout, stderr):
+        raise ValueError("popen takes no PIPE: give a file (or use run)")
+    argv, workdir, environment, why = _command(args, cwd, env, cold=False)
+    streams = {"stdin": stdin, "stdout": stdout, "stderr": stderr}
+    if why is not None:
+        return subprocess.Popen([sys.executable, *argv], cwd=workdir, env=environment, **streams)
+    return _server().start(argv, workdir, environment, stdin, stdout, stderr)
+
+
+def _command(
+    args: Sequence[str | os.PathLike[str]],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    cold: bool,
+) -> tuple[list[str], str, dict[str, str], str | None]:
+    """The command's arguments, working directory and environment as the child gets them, and
+    why it starts cold (None: it forks)."""
     argv = [os.fspath(a) for a in args]
     workdir = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
     environment = dict(os.environ if env is None else env)
-    if subprocess.PIPE in (stdin, stdout, stderr):
-        raise ValueError("popen takes no PIPE: give a file (or use run)")
-    why = "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
-    why = why or cold_reason(argv, workdir, environment)
-    if why is not None:
-        return subprocess.Popen(
-            [sys.executable, *argv],
-            cwd=workdir,
-            env=environment,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-        )
-    return _server().start(argv, workdir, environment, stdin, stdout, stderr)
+    why = "asked" if cold else "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
+    return argv, workdir, environment, why or cold_reason(argv, workdir, environment)
 
 
 def cold_reason(argv: list[str], cwd: str, env: Mapping[str, str]) -> str | None:
@@ -280,7 +281,7 @@ class _Client:
         """A command started, running beside the caller; the template is its until it ends."""
         self.lock.acquire()
         try:
-            pid, _ = self._send(argv, cwd, env, None, stdin, stdout, stderr)
+            pid, _ = self._send(argv, cwd, env, None, (stdin, stdout, stderr))
         except BaseException:
             self.lock.release()
             raise
@@ -298,7 +299,7 @@ class _Client:
         text: bool,
         timeout: float | None,
     ) -> subprocess.CompletedProcess:
-        pid, mine = self._send(argv, cwd, env, input, stdin, stdout, stderr)
+        pid, mine = self._send(argv, cwd, env, input, (stdin, stdout, stderr))
         deadline = None if timeout is None else time.monotonic() + timeout
         data = input.encode() if isinstance(input, str) else input
         writer = mine.pop(0) if input is not None else None
@@ -320,17 +321,12 @@ class _Client:
         return subprocess.CompletedProcess([sys.executable, *argv], status["returncode"], out, err)
 
     def _send(
-        self,
-        argv: list[str],
-        cwd: str,
-        env: dict[str, str],
-        input: str | bytes | None,
-        stdin: Any,
-        stdout: Any,
-        stderr: Any,
+        self, argv: list[str], cwd: str, env: dict[str, str], input: Any, streams: tuple
     ) -> tuple[int, list[int]]:
-        """Ask the template for the command: the child's pid, and this side's ends of the pipes
-        made for it (the input's first)."""
+        """Ask the template for the command (``streams``: its stdin, stdout and stderr, as
+        subprocess takes them): the child's pid, and this side's ends of the pipes made for it
+        (the input's first)."""
+        stdin, stdout, stderr = streams
         mine: list[int] = []  # the ends this process reads or writes
         theirs: list[int] = []  # the child's ends of the pipes made here, closed once sent
         fds: list[int] = []

@@ -51,10 +51,12 @@ def test_a_signal_is_a_negative_status_and_a_timeout_kills_the_child():
 
 def test_a_command_started_beside_the_test_is_polled_signalled_and_waited_for(tmp_path):
     """popen: the child writes to the file it was given and runs until the test signals it
-    (SIGINT, as Ctrl-C: Python's own handler); the template serves the next command after."""
+    (SIGINT, as Ctrl-C, to a handler of its own as the watch's: an interpreter started in the
+    background inherits SIGINT ignored); the template serves the next command after."""
     out = tmp_path / "out.txt"
     code = (
-        "import time\n"
+        "import signal, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "print('started', flush=True)\n"
         "try:\n"
         "    time.sleep(600)\n"
