@@ -95,8 +95,12 @@ def test_a_tokenizer_library_cannot_be_imported_after_make_absent():
 
 
 def _graded(tmp_path: Path, name: str, source: str, sandbox: bool = True) -> dict:
-    target = tmp_path / name
-    target.mkdir()
+    """``source`` as the tokens module, graded as autograde grades. A test's submissions share
+    one folder: the sandboxed worker the pool keeps for that folder grades the next one, its
+    copy made again from the files as they are now (graders/pool.py), instead of a new worker
+    importing torch again."""
+    target = tmp_path / "submission"
+    target.mkdir(exist_ok=True)
     (target / "tokens.py").write_text(source, encoding="utf-8")
     return graders.grade(
         target,

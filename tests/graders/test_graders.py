@@ -160,18 +160,8 @@ def test_the_block_lesson_is_graded_on_its_own_code_with_earlier_lessons_as_stub
 
     target = block_alone.package(tmp_path / "exercises", getattr(block_alone, kind)())
     path = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            PYTHON,
-            "-m",
-            "graders",
-            "block",
-            "--hidden",
-            "--target",
-            str(target),
-            "--json",
-            str(path),
-        ],
+    done = forkserver.run(
+        ["-m", "graders", "block", "--hidden", "--target", str(target), "--json", str(path)],
         cwd=ROOT,
         env={**os.environ, "COURSE_INPUT_SEED": str(SECRET)},
         capture_output=True,
@@ -262,8 +252,8 @@ def test_results_survive_a_kill_and_the_worker_dies_with_the_checker(tmp_path):
     path = tmp_path / "report.json"
     target = tmp_path / "pkg"  # a path of its own: only this run's workers have it in argv
     shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "graders", "--target", str(target), "--json", str(path)],
+    proc = forkserver.popen(
+        ["-m", "graders", "--target", str(target), "--json", str(path)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import forkserver
 from support.borrower import borrowing_submission
 from support.by_hand_bindings import BINDINGS, objective_with
 from support.system_packages import require
@@ -436,9 +437,7 @@ def test_an_import_failure_is_reported_once_without_hints(tmp_path):
         args = ["objective", "--target", {str(target)!r}, "--json", {str(tmp_path / "r.json")!r}]
         sys.exit(main(args))
     """)
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    result = forkserver.run(["-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads((tmp_path / "r.json").read_text())
     lesson = report["lessons"][0]

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from variants import Variant, build_target
 
 from graders.client import WorkerClient
@@ -38,19 +41,37 @@ def _parent_pid(tmp_path: Path) -> Path:
     return build_target(tmp_path, [Variant("objective", "perplexity", "parent", code)])
 
 
-def test_the_grading_takes_the_worker_started_early(tmp_path):
-    target = _parent_pid(tmp_path)
+@pytest.fixture(scope="module")
+def first_grading(tmp_path_factory) -> Iterator[SimpleNamespace]:
+    """A grading that takes the worker its pool started early, and that pool, the worker kept
+    idle in it for the next grading (one worker, one import of torch, for both tests)."""
+    target = _parent_pid(tmp_path_factory.mktemp("early"))
     with WorkerPool() as pool:
         early = pool.start_early(target, sandbox=False)
-        assert early is not None and pool.held()["early"] == 1
+        started = early is not None and pool.held()["early"] == 1
         client = WorkerClient(target, pool=pool)
         try:
             parent = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
         finally:
             client.close()
-        held = pool.held()
-    assert parent == early.popen.pid, "the lesson process was not forked by the early worker"
-    assert client.starts == 1 and held == {"early": 0, "idle": 1, "spare": 0}
+        yield SimpleNamespace(
+            pool=pool,
+            target=target,
+            early=early,
+            started=started,
+            parent=parent,
+            starts=client.starts,
+            held=pool.held(),
+        )
+
+
+def test_the_grading_takes_the_worker_started_early(first_grading):
+    run = first_grading
+    assert run.started
+    assert run.parent == run.early.popen.pid, (
+        "the lesson process was not forked by the early worker"
+    )
+    assert run.starts == 1 and run.held == {"early": 0, "idle": 1, "spare": 0}
 
 
 def test_an_early_worker_that_died_is_not_taken(tmp_path):
@@ -68,24 +89,19 @@ def test_an_early_worker_that_died_is_not_taken(tmp_path):
         assert parent != early.popen.pid and client.starts == 1 and not pool.held()["early"]
 
 
-def test_no_worker_starts_early_where_a_kept_one_will_serve(tmp_path):
+def test_no_worker_starts_early_where_a_kept_one_will_serve(first_grading):
     """A second grading in the same process (``main()`` called again, the watch) takes the
     worker the first one left idle: starting another early would only cost a torch import."""
-    target = _parent_pid(tmp_path)
-    with WorkerPool() as pool:
-        client = WorkerClient(target, pool=pool)
-        try:
-            first = client.call("objective.perplexity", [1.0], {}, timeout=60)[0]
-        finally:
-            client.close()
-        assert pool.start_early(target, sandbox=False) is None
-        again = WorkerClient(target, pool=pool)
-        try:
-            second = again.call("objective.perplexity", [1.0], {}, timeout=60)[0]
-        finally:
-            again.close()
-        assert pool.held() == {"early": 0, "idle": 1, "spare": 0}
-    assert second == first and again.starts == 0
+    pool, target = first_grading.pool, first_grading.target
+    assert pool.start_early(target, sandbox=False) is None
+    again = WorkerClient(target, pool=pool)
+    try:
+        second = again.call("objective.perplexity", [1.0], {}, timeout=60)[0]
+    finally:
+        again.close()
+    assert pool.held() == {"early": 0, "idle": 1, "spare": 0}
+    pool.close()
+    assert second == first_grading.parent and again.starts == 0
     assert pool.held() == {"early": 0, "idle": 0, "spare": 0}, "closing the pool kept a worker"
 
 

@@ -113,3 +113,37 @@ def test_flags_are_listed_with_their_function_file_line_and_reason(tmp_path: Pat
         {"function": None, "file": "helpers.py", "line": 1, "reason": "not read: too large"},
     ]
     assert lesson["points"] == lesson["max_points"]  # a flag costs no point
+
+
+def test_every_rewrite_is_the_whole_report_encoded_anew(tmp_path: Path) -> None:
+    """The report is rewritten after every check with only the changed lesson encoded again:
+    each file is, byte for byte, the whole report as write_json_atomic encodes it, also with a
+    kept lesson, a flag, an import error and none at all."""
+    from graders.report import write_json_atomic
+    from graders.rules import Flag
+
+    target, path = _package(tmp_path), tmp_path / "report.json"
+    _grade(target, path, "tokens", passed=False)  # kept by the grading below
+    manifest = load_manifest()
+    chosen = [(manifest.lesson(s), manifest.lesson(s).selected_checks(False)) for s in ORDER[1:3]]
+    report = Report(target, False, chosen, path, order=ORDER)
+    plain = tmp_path / "plain.json"
+
+    def written_as_a_whole() -> bool:
+        write_json_atomic(plain, report.data)
+        return path.read_bytes() == plain.read_bytes()
+
+    assert written_as_a_whole() and len(report.data["lessons"]) == 3
+    report.flag(ORDER[1], [Flag("x.py", 3, "a reason", None)])
+    assert written_as_a_whole()
+    for (_, checks), passed in zip(chosen, (True, False), strict=True):
+        for check in checks:
+            report.record(check, passed, None if passed else check.hint, "wrong")
+            assert written_as_a_whole()
+    report.import_failed(ORDER[2], "SyntaxError: x.py, line 1")
+    assert written_as_a_whole()
+    report.finish()
+    assert written_as_a_whole() and json.loads(path.read_text())["complete"] is True
+    empty = Report(target, False, [], tmp_path / "empty.json")
+    write_json_atomic(plain, empty.data)
+    assert (tmp_path / "empty.json").read_bytes() == plain.read_bytes()

@@ -8,12 +8,12 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import forkserver
 
 from core.fingerprint import fingerprint
 from graders.watch import changed, snapshot, version
@@ -28,7 +28,9 @@ def _copy(tmp_path: Path) -> Path:
     return target
 
 
-def _wait(report: Path, process: subprocess.Popen, until: Callable[[dict], bool]) -> dict:
+def _wait(
+    report: Path, process: forkserver.Forked | subprocess.Popen, until: Callable[[dict], bool]
+) -> dict:
     """The report's windows entry once ``until`` holds for it (the watch must still run)."""
     deadline = time.monotonic() + DEADLINE
     while time.monotonic() < deadline:
@@ -58,10 +60,10 @@ def test_watch_regrades_on_save_goes_on_after_a_bad_import_or_a_missing_file_and
     module = target / "windows.py"
     solution = module.read_text()
     report, out = tmp_path / "report.json", tmp_path / "out.txt"
-    command = [sys.executable, "-m", "graders", "--watch", "windows"]
+    command = ["-m", "graders", "--watch", "windows"]
     command += ["--target", str(target), "--json", str(report)]
-    with out.open("w") as output:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+    with out.open("w") as output:  # forked from the warm template: a watch's start is not tested
+        process = forkserver.popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
     try:
         first = _wait(report, process, _graded_as_now(target))
         assert first["points"] == first["max_points"] > 0

@@ -4,11 +4,13 @@ A test that runs ``python -m graders ...`` pays for ``import torch`` (about 3 CP
 every time. :func:`run` takes the arguments after the interpreter, as :func:`subprocess.run`
 does, and hands them to one template process per test worker (started on first use, ended with
 the worker) that has imported torch, matplotlib, nbformat and the project's own packages once;
-the template forks a child per command. The child gets what a fresh interpreter would have:
-its own environment, working directory, ``sys.argv``, ``sys.path``, standard streams (the
-caller's pipe ends, passed over a Unix socket), exit status (``SystemExit``'s code, 1 with the
-traceback for an uncaught exception, ``-N`` for signal N), default signal handlers, no atexit
-or logging handlers of the template's, and fresh random seeds.
+the template forks a child per command (:func:`popen` starts one that runs beside the test: a
+watch the test edits files under, then stops with SIGINT). The child gets what a fresh
+interpreter would have: its own environment, working directory, ``sys.argv``, ``sys.path``,
+standard streams (the caller's pipe ends, passed over a Unix socket), exit status
+(``SystemExit``'s code, 1 with the traceback for an uncaught exception, ``-N`` for signal N),
+default signal handlers, no atexit or logging handlers of the template's, and fresh random
+seeds.
 
 What a fork cannot give, it does not pretend to: a command whose ``sys.path`` (its working
 directory or script folder, and ``PYTHONPATH``) finds a project package in another copy of the
@@ -126,17 +128,13 @@ def run(
     """``subprocess.run([sys.executable, *args], ...)``, forked from the warm template when it
     can be (see the module's docstring), cold otherwise; the same result either way. ``cold``
     starts it cold regardless: the tests in :data:`COLD_STARTS` keep one cold start a command."""
-    argv = [os.fspath(a) for a in args]
-    workdir = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
-    environment = dict(os.environ if env is None else env)
     if capture_output:
         if stdout is not None or stderr is not None:
             raise ValueError("capture_output takes no stdout or stderr: drop one of them")
         stdout = stderr = subprocess.PIPE
     if input is not None and stdin is not None:
         raise ValueError("input takes no stdin: drop one of them")
-    why = "asked" if cold else "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
-    why = why or cold_reason(argv, workdir, environment)
+    argv, workdir, environment, why = _command(args, cwd, env, cold)
     if why is not None:
         return subprocess.run(
             [sys.executable, *argv],
@@ -154,6 +152,43 @@ def run(
     if check and done.returncode:
         raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
     return done
+
+
+def popen(
+    args: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: Any = None,
+    stdout: Any = None,
+    stderr: Any = None,
+) -> Forked | subprocess.Popen:
+    """``subprocess.Popen([sys.executable, *args], ...)`` for a command that runs beside the
+    test (polled, signalled, waited for), forked from the warm template where :func:`run` would
+    fork it, cold otherwise. Its streams are files or descriptors, DEVNULL or STDOUT, not PIPE.
+    It holds the template until it has ended and been waited for (``poll`` or ``wait``)."""
+    if subprocess.PIPE in (stdin, stdout, stderr):
+        raise ValueError("popen takes no PIPE: give a file (or use run)")
+    argv, workdir, environment, why = _command(args, cwd, env, cold=False)
+    streams = {"stdin": stdin, "stdout": stdout, "stderr": stderr}
+    if why is not None:
+        return subprocess.Popen([sys.executable, *argv], cwd=workdir, env=environment, **streams)
+    return _server().start(argv, workdir, environment, stdin, stdout, stderr)
+
+
+def _command(
+    args: Sequence[str | os.PathLike[str]],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    cold: bool,
+) -> tuple[list[str], str, dict[str, str], str | None]:
+    """The command's arguments, working directory and environment as the child gets them, and
+    why it starts cold (None: it forks)."""
+    argv = [os.fspath(a) for a in args]
+    workdir = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
+    environment = dict(os.environ if env is None else env)
+    why = "asked" if cold else "COURSE_TESTS_COLD is set" if os.environ.get(COLD_SWITCH) else None
+    return argv, workdir, environment, why or cold_reason(argv, workdir, environment)
 
 
 def cold_reason(argv: list[str], cwd: str, env: Mapping[str, str]) -> str | None:
@@ -242,6 +277,24 @@ class _Client:
         with self.lock:
             return self._call(argv, cwd, env, input, stdin, stdout, stderr, text, timeout)
 
+    def start(
+        self,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        stdin: Any,
+        stdout: Any,
+        stderr: Any,
+    ) -> Forked:
+        """A command started, running beside the caller; the template is its until it ends."""
+        self.lock.acquire()
+        try:
+            pid, _ = self._send(argv, cwd, env, None, (stdin, stdout, stderr))
+        except BaseException:
+            self.lock.release()
+            raise
+        return Forked(self, pid, [sys.executable, *argv])
+
     def _call(
         self,
         argv: list[str],
@@ -254,6 +307,34 @@ class _Client:
         text: bool,
         timeout: float | None,
     ) -> subprocess.CompletedProcess:
+        pid, mine = self._send(argv, cwd, env, input, (stdin, stdout, stderr))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        data = input.encode() if isinstance(input, str) else input
+        writer = mine.pop(0) if input is not None else None
+        outputs = _communicate(writer, data, mine, deadline)
+        if outputs is None:
+            _kill(pid)
+            _read(self.channel)  # the server reaped it
+            raise subprocess.TimeoutExpired([sys.executable, *argv], timeout)
+        status = _read(self.channel)
+        out = err = None
+        streams = iter(outputs)
+        if stdout == subprocess.PIPE:
+            out = next(streams)
+        if stderr == subprocess.PIPE:
+            err = next(streams)
+        if text:
+            out = None if out is None else _decode(out)
+            err = None if err is None else _decode(err)
+        return subprocess.CompletedProcess([sys.executable, *argv], status["returncode"], out, err)
+
+    def _send(
+        self, argv: list[str], cwd: str, env: dict[str, str], input: Any, streams: tuple
+    ) -> tuple[int, list[int]]:
+        """Ask the template for the command (``streams``: its stdin, stdout and stderr, as
+        subprocess takes them): the child's pid, and this side's ends of the pipes made for it
+        (the input's first)."""
+        stdin, stdout, stderr = streams
         mine: list[int] = []  # the ends this process reads or writes
         theirs: list[int] = []  # the child's ends of the pipes made here, closed once sent
         fds: list[int] = []
@@ -286,26 +367,7 @@ class _Client:
         _write(self.channel, request, fds)
         for fd in theirs:
             os.close(fd)
-        pid = _read(self.channel)["pid"]
-        deadline = None if timeout is None else time.monotonic() + timeout
-        data = input.encode() if isinstance(input, str) else input
-        writer = mine.pop(0) if input is not None else None
-        outputs = _communicate(writer, data, mine, deadline)
-        if outputs is None:
-            _kill(pid)
-            _read(self.channel)  # the server reaped it
-            raise subprocess.TimeoutExpired([sys.executable, *argv], timeout)
-        status = _read(self.channel)
-        out = err = None
-        streams = iter(outputs)
-        if stdout == subprocess.PIPE:
-            out = next(streams)
-        if stderr == subprocess.PIPE:
-            err = next(streams)
-        if text:
-            out = None if out is None else _decode(out)
-            err = None if err is None else _decode(err)
-        return subprocess.CompletedProcess([sys.executable, *argv], status["returncode"], out, err)
+        return _read(self.channel)["pid"], mine
 
     def close(self) -> None:
         self.channel.close()  # the server's read ends: it exits
@@ -314,6 +376,40 @@ class _Client:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+class Forked:
+    """A command :func:`popen` forked: what a test asks of ``subprocess.Popen`` (``pid``,
+    ``returncode``, ``poll``, ``wait``, ``send_signal``, ``kill``); the template reports its exit
+    status when it ends."""
+
+    def __init__(self, client: _Client, pid: int, args: list[str]) -> None:
+        self.client, self.pid, self.args = client, pid, args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self._wait(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._wait(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return code
+
+    def _wait(self, timeout: float | None) -> int | None:
+        import select
+
+        if self.returncode is None and select.select([self.client.channel], [], [], timeout)[0]:
+            self.returncode = _read(self.client.channel)["returncode"]
+            self.client.lock.release()  # the template serves the next command
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:  # not one the template has reaped (its pid may be another's)
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 def _fileno(stream: Any) -> int:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,41 @@ def test_a_signal_is_a_negative_status_and_a_timeout_kills_the_child():
     with pytest.raises(subprocess.TimeoutExpired):
         run(["-c", "import time; time.sleep(600)"], timeout=1, capture_output=True)
     assert run(["-c", "print('after')"], capture_output=True, text=True).stdout == "after\n"
+
+
+def test_a_command_started_beside_the_test_is_polled_signalled_and_waited_for(tmp_path):
+    """popen: the child writes to the file it was given and runs until the test signals it
+    (SIGINT, as Ctrl-C, to a handler of its own as the watch's: an interpreter started in the
+    background inherits SIGINT ignored); the template serves the next command after."""
+    out = tmp_path / "out.txt"
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "print('started', flush=True)\n"
+        "try:\n"
+        "    time.sleep(600)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    with out.open("w") as output:
+        process = forkserver.popen(["-c", code], stdout=output, stderr=subprocess.STDOUT)
+    assert isinstance(process, forkserver.Forked)
+    try:
+        deadline = time.monotonic() + 60  # a hang guard
+        while "started" not in out.read_text() and time.monotonic() < deadline:
+            assert process.poll() is None
+            time.sleep(0.01)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=0.1)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0  # a hang guard
+    finally:
+        process.kill()
+        process.wait()
+    assert out.read_text() == "started\ninterrupted\n"
+    assert run(["-c", "print('after')"], capture_output=True, text=True).stdout == "after\n"
+    with pytest.raises(ValueError, match="PIPE"):
+        forkserver.popen(["-c", "pass"], stdout=subprocess.PIPE)
 
 
 def test_a_module_runs_as_python_m_runs_it(tmp_path):
