@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from gpt import fused_loss
 from gpt.fused_loss import linear_cross_entropy
 from gpt.model import GPT, GPTConfig, preset
 from solutions import attention, packing
@@ -87,6 +88,42 @@ def test_fused_loss_matches_cross_entropy_and_its_gradients() -> None:
         torch.testing.assert_close(got, want)
     with torch.no_grad():
         torch.testing.assert_close(linear_cross_entropy(h, w, y), ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_loss_in_column_blocks_and_where_a_target_probability_underflows(
+    monkeypatch, dtype
+) -> None:
+    """The forward product in blocks of columns (7 here, the last block shorter) and rows whose
+    target's probability is far below float32's range (a logit gap of hundreds: -log p[y] alone
+    would be inf) give F.cross_entropy's loss and gradients."""
+    monkeypatch.setattr(fused_loss, "FORWARD_COLUMNS", 7)
+    torch.manual_seed(1)
+    h = torch.randn(40, 8, dtype=dtype)
+    h[:5] *= 400.0  # these rows' logits spread over hundreds
+    h.requires_grad_(True)
+    w = torch.randn(23, 8, dtype=dtype, requires_grad=True)
+    y = torch.randint(0, 23, (40,))
+    y[7] = -100
+    with torch.no_grad():
+        gaps = (h @ w.t()).amax(1) - (h @ w.t()).gather(1, y.clamp(min=0).unsqueeze(1)).squeeze(1)
+    assert (gaps[:5] > 200).any()  # some target probability underflows even float64's 1e-30
+    loss = linear_cross_entropy(h, w, y, chunk_rows=16)
+    grads = torch.autograd.grad(loss, (h, w))
+    ref = F.cross_entropy(h @ w.t(), y, ignore_index=-100)
+    ref_grads = torch.autograd.grad(ref, (h, w))
+    assert torch.isfinite(loss)
+    tolerance = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {}
+    torch.testing.assert_close(loss, ref, **tolerance)
+    for got, want in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(got, want, **tolerance)
+
+
+def test_fused_loss_of_only_ignored_targets_is_nan_like_cross_entropy() -> None:
+    h, w = torch.randn(6, 4), torch.randn(9, 4)
+    y = torch.full((6,), -100)
+    assert torch.isnan(linear_cross_entropy(h, w, y))
+    assert torch.isnan(F.cross_entropy(h @ w.t(), y))
 
 
 def test_model_loss_equals_cross_entropy_of_logits() -> None:
