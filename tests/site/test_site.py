@@ -2,8 +2,9 @@
 
 The build runs `mkdocs build --strict` with this interpreter into a temporary folder. The
 browser part drives Debian's chromium (/usr/bin/chromium) through the `playwright` package
-against the built site, served by a loopback HTTP server that the test starts; every request
-that is not to that server is refused, so nothing here touches the network. Screenshots of
+against the built site, served by a loopback HTTP server that the test starts; chromium resolves
+no host name and sends every request off the loopback to a proxy that is not there, so nothing
+here touches the network, and any request not to that server fails the test. Screenshots of
 the home page and of chapter 1 go to build/screenshots/ (ignored by git).
 """
 
@@ -25,8 +26,9 @@ from urllib.parse import urljoin, urlsplit
 from xml.etree import ElementTree
 
 import pytest
+from support.axe import SCRIPT as AXE_SCRIPT
 from support.axe import axe_core_script
-from support.mini_site import build_mini_site
+from support.side_site import INSTRUCTOR_CHAPTER
 from support.system_packages import require, under_ci
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +44,10 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    # Belt and braces: no host name resolves except the loopback server's address.
+    # No host name resolves except the loopback server's address, and every request off the
+    # loopback (an address too) goes to a proxy at the discard port, where nothing answers.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    "--proxy-server=127.0.0.1:9",
 ]
 
 pytestmark = pytest.mark.slow
@@ -55,26 +59,6 @@ GLOSSARY = tomllib.loads((ROOT / "site" / "glossary.toml").read_text(encoding="u
 def page_dir(page: str) -> str:
     """The built folder of a docs page (use_directory_urls): chapters/01-tokens.md -> ..."""
     return page.removesuffix(".md").removesuffix("index").rstrip("/")
-
-
-# The instructor build's chapter: its exercise box links to the reference solution.
-INSTRUCTOR_CHAPTER = next(lesson for lesson in LESSONS if lesson["module"] == "windows")
-
-
-@pytest.fixture(scope="module")
-def instructor_site(tmp_path_factory) -> Path:
-    """COURSE_INSTRUCTOR=1, with one chapter (a full build runs every example again, 20 s:
-    the exercise box is made alike for every chapter, and the student build checks each
-    chapter's); the reference pages of every lesson are made whatever the chapters."""
-    return build_mini_site(
-        tmp_path_factory.mktemp("instructor-site"),
-        {
-            f"{INSTRUCTOR_CHAPTER['number']}. {INSTRUCTOR_CHAPTER['title']}": INSTRUCTOR_CHAPTER[
-                "page"
-            ]
-        },
-        env={"COURSE_INSTRUCTOR": "1"},
-    )
 
 
 def read(site: Path, page: str) -> str:
@@ -353,15 +337,15 @@ def defines(path: Path, names: list[str]) -> bool:
     return True
 
 
-def test_instructor_build_links_reference_solutions(instructor_site: Path, site: Path) -> None:
+def test_instructor_build_links_reference_solutions(side_site: Path, site: Path) -> None:
     module = INSTRUCTOR_CHAPTER["module"]
     link = f'href="../../reference/{module}/">reference solution'
-    assert link in read(instructor_site, INSTRUCTOR_CHAPTER["page"])
+    assert link in read(side_site, INSTRUCTOR_CHAPTER["page"])
     assert link not in read(site, INSTRUCTOR_CHAPTER["page"])  # the students' site: neither
     assert not (site / "reference").exists()
     for lesson in LESSONS:
         module = lesson["module"]
-        reference = (instructor_site / "reference" / module / "index.html").read_text()
+        reference = (side_site / "reference" / module / "index.html").read_text()
         source = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
         first_def = re.search(r"^def (\w+)", source, re.M).group(1)
         assert first_def in reference, module
@@ -637,11 +621,21 @@ def test_the_norm_measurement_agrees_with_the_prose(site: Path) -> None:
 # --------------------------------------------------------------------------- the browser
 
 
+# Where the loopback server serves axe-core (support/axe.py) beside the site: a page loads it
+# as a script of its own origin, which chromium compiles from its cache after the first page.
+AXE_URL = "__tests__/axe.min.js"
+
+
 @pytest.fixture(scope="module")
 def server(site: Path) -> Iterator[str]:
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args) -> None:
             pass
+
+        def translate_path(self, path: str) -> str:
+            if urlsplit(path).path == "/" + AXE_URL:
+                return str(AXE_SCRIPT)
+            return super().translate_path(path)
 
     handler = functools.partial(Quiet, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -655,39 +649,50 @@ def server(site: Path) -> Iterator[str]:
 
 
 class Browser:
-    """One chromium context; records console errors and any request off the loopback server."""
+    """One chromium context; records console errors and any request off the loopback server
+    (which CHROMIUM_ARGS make fail: it has no response, or one that is not the server's)."""
 
     def __init__(self, context, base: str) -> None:
         self.context, self.base = context, base
         self.errors: list[str] = []
         self.offsite: list[str] = []
-        context.route("**/*", self._route)
+        self.shown: dict = {}  # tab -> the path it was sent to last (what its errors name)
 
-    def _route(self, route) -> None:
-        url = route.request.url
-        if url.startswith(self.base) or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            self.offsite.append(url)
-            route.abort()
-
-    def open(self, path: str, *, wait: bool = True):
-        """A new tab on ``path``; with ``wait=False`` it returns as soon as the page starts
-        loading (``ready`` then waits for it), so several pages can load at once."""
+    def tab(self):
+        """A new tab, its console errors, page errors, failed responses and requests off the
+        loopback server recorded under the path it shows (``go``)."""
         page = self.context.new_page()
-        page.on(
-            "console",
-            lambda msg: self.errors.append(f"{path}: {msg.text}") if msg.type == "error" else None,
-        )
-        page.on("pageerror", lambda error: self.errors.append(f"{path}: {error}"))
-        page.on(
-            "response",
-            lambda r: (
-                self.errors.append(f"{path}: HTTP {r.status} {r.url}") if r.status >= 400 else None
-            ),
-        )
+        shown = self.shown
+
+        def console(message) -> None:
+            if message.type == "error":
+                self.errors.append(f"{shown.get(page, '')}: {message.text}")
+
+        def response(answer) -> None:
+            self._check_host(answer.url)
+            if answer.status >= 400:
+                self.errors.append(f"{shown.get(page, '')}: HTTP {answer.status} {answer.url}")
+
+        page.on("console", console)
+        page.on("pageerror", lambda error: self.errors.append(f"{shown.get(page, '')}: {error}"))
+        page.on("response", response)
+        page.on("requestfailed", lambda request: self._check_host(request.url))
+        return page
+
+    def _check_host(self, url: str) -> None:
+        if not (url.startswith(self.base) or url.startswith(("data:", "blob:"))):
+            self.offsite.append(url)
+
+    def go(self, page, path: str, *, wait: bool = True):
+        """Load ``path`` in the tab ``page``; with ``wait=False`` return as soon as the page
+        starts loading (``ready`` then waits for it), so several tabs can load at once."""
+        self.shown[page] = path
         page.goto(self.base + path, wait_until="load" if wait else "commit")
         return self.ready(page) if wait else page
+
+    def open(self, path: str, *, wait: bool = True):
+        """A new tab on ``path`` (as ``go``)."""
+        return self.go(self.tab(), path, wait=wait)
 
     @staticmethod
     def ready(page):
@@ -810,6 +815,12 @@ LAYOUT_PROBLEMS = """([path, width]) => {
 
 TOUR_TABS = 4  # pages the tour loads at once: each waits for its network to go quiet
 TOUR_READER = "12"  # the quiz reader seed during the tour (options are shuffled per reader)
+DESKTOP = {"width": 1280, "height": 900}  # the context's viewport, where every tab starts
+
+# The options of every quiz of a page, by their values (the source's order), as the page shows
+# them.
+OPTION_ORDERS = """[...document.querySelectorAll('article .quiz fieldset')].map(
+    f => [...f.querySelectorAll(':scope > div > input')].map(i => i.value))"""
 
 # What the tour reads from each page once it has loaded (its scripts have run).
 PAGE_FACTS = """() => ({
@@ -822,37 +833,47 @@ PAGE_FACTS = """() => ({
     answers: [...document.querySelectorAll('article .quiz fieldset')].map(
         f => [...f.querySelectorAll(':scope > div > input')]
              .findIndex(i => i.hasAttribute('data-correct'))),
-})"""
+    orders: OPTION_ORDERS,
+})""".replace("OPTION_ORDERS", OPTION_ORDERS)
+
+
+def before_scripts(browser: Browser, script: str) -> str:
+    """``script`` as an init script of a tab: it runs on each of the tab's loads of a page of the
+    site, before the page's own scripts."""
+    return f"if (location.href.startsWith({browser.base!r})) {{ {script} }}"
 
 
 @pytest.fixture(scope="module")
 def page_tour(site: Path, browser: Browser) -> dict:
-    """Every page, opened once, a few at a time: what its console said (read by
-    ``browser.assert_clean``), its layout problems at a desktop's width and then at a phone's
-    (390 px), and what it shows (``PAGE_FACTS``, by page folder: "." for the home page), with
-    one reader's quiz seed. One visit per page serves the tests that read these (a page's load
-    is most of their time)."""
+    """Every page, loaded once, a few at a time in tabs that go on to the next pages: what its
+    console said (read by ``browser.assert_clean``), its layout problems at a desktop's width
+    and then at a phone's (390 px), and what it shows (``PAGE_FACTS``, by page folder: "." for
+    the home page), with one reader's quiz seed. One visit per page serves the tests that read
+    these (a page's load is most of their time)."""
     pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
     axe, no_axe = axe_core_script()
-    home = browser.open("")
-    home.evaluate(f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
-    home.close()
+    tabs = [browser.tab() for _ in range(TOUR_TABS)]
+    for tab in tabs:
+        tab.add_init_script(
+            before_scripts(browser, f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
+        )
     problems, facts, violations = [], {}, {}
     for start in range(0, len(pages), TOUR_TABS):
-        tabs = [
-            (path, browser.open("" if path == "." else path + "/", wait=False))
-            for path in pages[start : start + TOUR_TABS]
-        ]
-        for path, page in tabs:
+        batch = list(zip(pages[start : start + TOUR_TABS], tabs, strict=False))  # the last is short
+        for path, page in batch:
+            page.set_viewport_size(DESKTOP)  # the previous page left it at a phone's width
+            browser.go(page, "" if path == "." else path + "/", wait=False)
+        for path, page in batch:
             browser.ready(page).wait_for_load_state("networkidle")
             facts[path] = page.evaluate(PAGE_FACTS)
             if axe is not None:  # at the desktop's width, after the page's scripts have run
-                page.add_script_tag(path=str(axe))
+                page.add_script_tag(url=browser.base + AXE_URL)
                 violations[path] = page.evaluate(AXE_RUN)
             for width in (1280, 390):
                 page.set_viewport_size({"width": width, "height": 844})
                 problems += page.evaluate(LAYOUT_PROBLEMS, [path, width])
-            page.close()
+    for tab in tabs:
+        tab.close()
     return {
         "pages": pages,
         "problems": problems,
@@ -863,8 +884,13 @@ def page_tour(site: Path, browser: Browser) -> dict:
 
 
 # axe-core on one page: its serious and critical violations, each with the elements it found.
+# axe-core gives a violation the impact of its rule (axe._audit.rules, the rules it runs): a rule
+# whose impact is minor or moderate cannot report one of these, so it is not run (a quarter of
+# axe's time); a rule without an impact of its own would run.
 AXE_RUN = """async () => {
-    const result = await axe.run(document, {resultTypes: ["violations"]});
+    const quiet = axe._audit.rules.filter((r) => r.impact === "minor" || r.impact === "moderate");
+    const rules = Object.fromEntries(quiet.map((r) => [r.id, {enabled: false}]));
+    const result = await axe.run(document, {resultTypes: ["violations"], rules});
     return result.violations
         .filter((v) => v.impact === "serious" || v.impact === "critical")
         .map((v) => ({
@@ -1007,13 +1033,16 @@ QUIZ = "article .quiz:not([data-quiz-type]):has(input[type=radio])"
 
 
 def fresh_chapter(browser: Browser, module: str, seed: str | None = None):
-    """A chapter opened with no quiz answers kept (and, if given, the reader's shuffle seed)."""
+    """A chapter opened with no quiz answers kept (and, if given, the reader's shuffle seed):
+    the new tab's first load empties the site's localStorage before the page's scripts run, and
+    its reloads keep what the reader did since."""
     lesson = next(lesson for lesson in LESSONS if lesson["module"] == module)
-    page = browser.open(page_dir(lesson["page"]) + "/")
-    page.evaluate("localStorage.clear()")
-    if seed is not None:
-        page.evaluate(f"localStorage.setItem('course_quiz_reader', {seed!r})")
-    page.reload()
+    page = browser.tab()
+    reader = "" if seed is None else f"localStorage.setItem('course_quiz_reader', {seed!r});"
+    first_load = "!sessionStorage.getItem('course_tests_fresh')"
+    once = f"sessionStorage.setItem('course_tests_fresh', '1'); localStorage.clear(); {reader}"
+    page.add_init_script(before_scripts(browser, f"if ({first_load}) {{ {once} }}"))
+    browser.go(page, page_dir(lesson["page"]) + "/")
     page.locator(".quiz-deck").first.wait_for(state="attached")
     return page
 
@@ -1067,13 +1096,13 @@ def test_quizzes_ask_one_question_at_a_time(browser: Browser) -> None:
 
 
 def option_orders(page) -> list[list[str]]:
-    return page.evaluate(
-        """() => [...document.querySelectorAll('article .quiz fieldset')].map(
-               f => [...f.querySelectorAll(':scope > div > input')].map(i => i.value))"""
-    )
+    return page.evaluate(f"() => {OPTION_ORDERS}")
 
 
-def test_quiz_options_are_shuffled_the_same_way_for_one_reader(browser: Browser) -> None:
+def test_quiz_options_are_shuffled_the_same_way_for_one_reader(
+    browser: Browser, page_tour: dict
+) -> None:
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "objective")
     page = fresh_chapter(browser, "objective", seed="11")
     orders = option_orders(page)
     assert len(orders) >= 3
@@ -1083,9 +1112,10 @@ def test_quiz_options_are_shuffled_the_same_way_for_one_reader(browser: Browser)
     page.locator(".quiz-deck").first.wait_for(state="attached")
     assert option_orders(page) == orders, "one reader's order changed between visits"
     page.close()
-    other = fresh_chapter(browser, "objective", seed="12")
-    assert option_orders(other) != orders, "two readers got the same order on every question"
-    other.close()
+    # Another reader: the tour's, who kept no answers either.
+    assert TOUR_READER != "11"
+    other = page_tour["facts"][page_dir(lesson["page"])]["orders"]
+    assert other != orders, "two readers got the same order on every question"
     browser.assert_clean()
 
 
