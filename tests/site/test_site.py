@@ -815,7 +815,6 @@ LAYOUT_PROBLEMS = """([path, width]) => {
 
 TOUR_TABS = 4  # pages the tour loads at once: each waits for its network to go quiet
 TOUR_READER = "12"  # the quiz reader seed during the tour (options are shuffled per reader)
-DESKTOP = {"width": 1280, "height": 900}  # the context's viewport, where every tab starts
 
 # The options of every quiz of a page, by their values (the source's order), as the page shows
 # them.
@@ -845,25 +844,24 @@ def before_scripts(browser: Browser, script: str) -> str:
 
 @pytest.fixture(scope="module")
 def page_tour(site: Path, browser: Browser) -> dict:
-    """Every page, loaded once, a few at a time in tabs that go on to the next pages: what its
-    console said (read by ``browser.assert_clean``), its layout problems at a desktop's width
-    and then at a phone's (390 px), and what it shows (``PAGE_FACTS``, by page folder: "." for
-    the home page), with one reader's quiz seed. One visit per page serves the tests that read
-    these (a page's load is most of their time)."""
+    """Every page, opened once, a few at a time: what its console said (read by
+    ``browser.assert_clean``), its layout problems at a desktop's width and then at a phone's
+    (390 px), and what it shows (``PAGE_FACTS``, by page folder: "." for the home page), with
+    one reader's quiz seed. One visit per page serves the tests that read these (a page's load
+    is most of their time). Each page has a tab of its own: a tab sent on to the next page
+    could carry a request of the page before (its search worker's, started late on a busy
+    machine) into the next one's wait for a quiet network, which then never comes."""
     pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
     axe, no_axe = axe_core_script()
-    tabs = [browser.tab() for _ in range(TOUR_TABS)]
-    for tab in tabs:
-        tab.add_init_script(
-            before_scripts(browser, f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
-        )
+    reader = before_scripts(browser, f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
     problems, facts, violations = [], {}, {}
     for start in range(0, len(pages), TOUR_TABS):
-        batch = list(zip(pages[start : start + TOUR_TABS], tabs, strict=False))  # the last is short
-        for path, page in batch:
-            page.set_viewport_size(DESKTOP)  # the previous page left it at a phone's width
-            browser.go(page, "" if path == "." else path + "/", wait=False)
-        for path, page in batch:
+        tabs = []
+        for path in pages[start : start + TOUR_TABS]:
+            tab = browser.tab()
+            tab.add_init_script(reader)
+            tabs.append((path, browser.go(tab, "" if path == "." else path + "/", wait=False)))
+        for path, page in tabs:
             browser.ready(page).wait_for_load_state("networkidle")
             facts[path] = page.evaluate(PAGE_FACTS)
             if axe is not None:  # at the desktop's width, after the page's scripts have run
@@ -872,8 +870,7 @@ def page_tour(site: Path, browser: Browser) -> dict:
             for width in (1280, 390):
                 page.set_viewport_size({"width": width, "height": 844})
                 problems += page.evaluate(LAYOUT_PROBLEMS, [path, width])
-    for tab in tabs:
-        tab.close()
+            page.close()
     return {
         "pages": pages,
         "problems": problems,
