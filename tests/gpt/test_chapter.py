@@ -1,7 +1,11 @@
 """gpt.chapter: the one name the chapters' code imports the lessons through.
 
-Every run is a subprocess: importing gpt.chapter fills the stubs of a lesson package in place,
-which must not reach the exercises/ that other tests grade.
+Every run is a process of its own: importing gpt.chapter fills the stubs of a lesson package in
+place, which must not reach the exercises/ that other tests grade. A run forks from the tests'
+warm template (tests/support/forkserver.py: torch, matplotlib and the project's packages
+imported once) in a folder that holds only the lesson packages it is about (a student's
+exercises/, the reference's solutions/), so gpt/ and core/ are the repository's own; a release
+folder, which has copies of its own, starts cold.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import forkserver
 from support.release_folders import block_beside_attention
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,16 +30,18 @@ CHAPTERS = sorted((ROOT / "course").rglob("*.md"))
 NO_REFERENCE = "import sys; sys.modules['solutions'] = None  # no reference here\n"
 
 
-def run(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+def run(code: str, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """``python -c code *args`` in ``cwd``, with ``cwd`` on PYTHONPATH (a folder's lesson
+    packages come first), ``env`` added and no COURSE_CHAPTER_LESSONS of the caller's."""
     environment = {k: v for k, v in os.environ.items() if k != "COURSE_CHAPTER_LESSONS"}
-    environment.update(MPLBACKEND="Agg", PYTHONPATH=str(cwd), **env)
-    return subprocess.run(
-        [sys.executable, "-c", code],
+    environment.update(PYTHONPATH=str(cwd), **env)
+    return forkserver.run(
+        ["-c", code, *args],
         cwd=cwd,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
     )
 
 
@@ -58,13 +65,11 @@ def test_no_chapter_imports_the_reference_directly() -> None:
 
 
 def _student(tmp_path: Path, done: dict[str, str]) -> Path:
-    """A course tree whose exercises/ is the untouched stubs but for ``done``: module ->
-    a module of solutions/ copied over it."""
+    """A folder of the lesson packages, the reference's solutions/ and the student's exercises/:
+    the untouched stubs but for ``done``: module -> a module of solutions/ copied over it."""
     tree = tmp_path / "course-tree"
-    for folder in ("core", "gpt", "solutions", "exercises"):
+    for folder in ("solutions", "exercises"):
         shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    (tree / "course").mkdir()
-    shutil.copy(ROOT / "course" / "lessons.toml", tree / "course" / "lessons.toml")
     for module, source in done.items():
         shutil.copy(ROOT / "solutions" / f"{source}.py", tree / "exercises" / f"{module}.py")
     return tree
@@ -164,11 +169,9 @@ def test_at_build_time_the_chapters_get_the_reference() -> None:
 
 @pytest.fixture(scope="module")
 def release_tree(tmp_path_factory) -> Path:
-    """What a student who finished every lesson has: the course's pages, gpt/ and core/, and
-    their exercises/ (here the reference's code under that name); no solutions/."""
+    """The lessons of a student who finished every lesson: their exercises/ (here the
+    reference's code under that name), and no solutions/ (the runs also block the import)."""
     tree = tmp_path_factory.mktemp("release") / "course"
-    for folder in ("core", "gpt", "course"):
-        shutil.copytree(ROOT / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(
         ROOT / "solutions", tree / "exercises", ignore=shutil.ignore_patterns("__pycache__")
     )
@@ -219,18 +222,7 @@ def pages_run(release_tree: Path, tmp_path_factory) -> dict[str, dict]:
     }
     (folder / "pages.json").write_text(json.dumps(sources))
     code = f"{NO_REFERENCE}{PAGES_DRIVER}"
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(folder / "pages.json"), str(folder / "results.json")],
-        cwd=release_tree,
-        env={
-            **{k: v for k, v in os.environ.items() if k != "COURSE_CHAPTER_LESSONS"},
-            "MPLBACKEND": "Agg",
-            "PYTHONPATH": str(release_tree),
-        },
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    done = run(code, release_tree, str(folder / "pages.json"), str(folder / "results.json"))
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((folder / "results.json").read_text())
     for page, source in sources.items():

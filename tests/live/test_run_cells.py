@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import forkserver
 from support.system_packages import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,9 +107,7 @@ def test_kernel_setup_aliases_lesson_modules_and_caps_output(tmp_path: Path) -> 
         "except k.OutputLimitExceeded:\n"
         "    print('capped at', len(s.getvalue()))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+    done = forkserver.run(["-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "[1, 2, 3]"
@@ -338,8 +337,8 @@ def test_run_edit_mine_stop_and_progress(page, course: dict) -> None:
     box = page.locator(".course-progress-box")
     box.wait_for()
     assert "Not graded yet" in box.text_content()
-    graded = subprocess.run(
-        [sys.executable, "-m", "graders", "windows", "--target", str(course["mine"])]
+    graded = forkserver.run(
+        ["-m", "graders", "windows", "--target", str(course["mine"])]
         + ["--json", str(course["report"])],
         cwd=ROOT,
         capture_output=True,

@@ -1,44 +1,23 @@
 """The GPT-2 examples of chapters 2 and 5, where GPT-2's weights are on the building machine.
 
 A build here (offline) takes the branch that says the weights are absent; a build on a machine
-that reached the Hub takes the other. These tests build chapters 2 and 5 alone (one build) with
-``GPT2_WEIGHTS_DIR`` pointing at a GPT-2-shaped checkpoint saved here (GPT-2's vocabulary and
-1,024 positions, a tiny width, random weights), so that branch runs and its output reaches the
-page.
+that reached the Hub takes the other. These tests read chapters 2 and 5 in the site's tests' build
+beside the student site (tests/site/conftest.py's ``side_site``), made with ``GPT2_WEIGHTS_DIR``
+pointing at a GPT-2-shaped checkpoint saved there (GPT-2's vocabulary and 1,024 positions, a tiny
+width, random weights), so that branch runs and its output reaches the page.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from support.mini_site import build_mini_site
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """Chapters 2 and 5, built once with a GPT-2-shaped checkpoint of two blocks."""
-    from gpt import hub
-    from gpt.model import GPT, GPTConfig
-
-    tmp = tmp_path_factory.mktemp("gpt2-pages")
-    shaped = GPTConfig(vocab_size=50257, block_size=1024, n_layer=2, n_head=2, n_embd=16)
-    hub.save_pretrained(GPT(shaped), tmp / "weights" / "gpt2")
-    return build_mini_site(
-        tmp / "mini",
-        {
-            "2. Tokens become vectors": "chapters/02-embeddings.md",
-            "5. The transformer block": "chapters/05-block.md",
-        },
-        env={"GPT2_WEIGHTS_DIR": str(tmp / "weights"), "HF_HUB_OFFLINE": "1"},
-    )
-
-
-def test_chapter_2_shows_gpt2s_neighbours_and_positions_where_the_weights_are(built):
-    page = (built / "chapters" / "02-embeddings" / "index.html").read_text()
+def test_chapter_2_shows_gpt2s_neighbours_and_positions_where_the_weights_are(side_site):
+    page = (side_site / "chapters" / "02-embeddings" / "index.html").read_text()
     # The block's output (its source, shown above it, names both branches): the neighbours of
     # each word, the position similarities, and the heatmap with its caption.
     for word in ("king", "Paris", "three", "walked"):
@@ -49,8 +28,8 @@ def test_chapter_2_shows_gpt2s_neighbours_and_positions_where_the_weights_are(bu
     assert any("learned position vectors" in caption for caption in captions), captions
 
 
-def test_chapter_5_runs_the_lesson_gpt_on_gpt2s_weights_where_they_are(built):
-    page = (built / "chapters" / "05-block" / "index.html").read_text()
+def test_chapter_5_runs_the_lesson_gpt_on_gpt2s_weights_where_they_are(side_site):
+    page = (side_site / "chapters" / "05-block" / "index.html").read_text()
     assert page.count("GPT-2&#39;s published weights") + page.count("GPT-2's published weights")
     # The residual-stream table has one row per block of the checkpoint, and the lesson's
     # GPT gives the checkpoint's own logits.

@@ -25,8 +25,9 @@ from urllib.parse import urljoin, urlsplit
 from xml.etree import ElementTree
 
 import pytest
+from support.axe import SCRIPT as AXE_SCRIPT
 from support.axe import axe_core_script
-from support.mini_site import build_mini_site
+from support.side_site import INSTRUCTOR_CHAPTER
 from support.system_packages import require, under_ci
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,26 +56,6 @@ GLOSSARY = tomllib.loads((ROOT / "site" / "glossary.toml").read_text(encoding="u
 def page_dir(page: str) -> str:
     """The built folder of a docs page (use_directory_urls): chapters/01-tokens.md -> ..."""
     return page.removesuffix(".md").removesuffix("index").rstrip("/")
-
-
-# The instructor build's chapter: its exercise box links to the reference solution.
-INSTRUCTOR_CHAPTER = next(lesson for lesson in LESSONS if lesson["module"] == "windows")
-
-
-@pytest.fixture(scope="module")
-def instructor_site(tmp_path_factory) -> Path:
-    """COURSE_INSTRUCTOR=1, with one chapter (a full build runs every example again, 20 s:
-    the exercise box is made alike for every chapter, and the student build checks each
-    chapter's); the reference pages of every lesson are made whatever the chapters."""
-    return build_mini_site(
-        tmp_path_factory.mktemp("instructor-site"),
-        {
-            f"{INSTRUCTOR_CHAPTER['number']}. {INSTRUCTOR_CHAPTER['title']}": INSTRUCTOR_CHAPTER[
-                "page"
-            ]
-        },
-        env={"COURSE_INSTRUCTOR": "1"},
-    )
 
 
 def read(site: Path, page: str) -> str:
@@ -353,15 +334,15 @@ def defines(path: Path, names: list[str]) -> bool:
     return True
 
 
-def test_instructor_build_links_reference_solutions(instructor_site: Path, site: Path) -> None:
+def test_instructor_build_links_reference_solutions(side_site: Path, site: Path) -> None:
     module = INSTRUCTOR_CHAPTER["module"]
     link = f'href="../../reference/{module}/">reference solution'
-    assert link in read(instructor_site, INSTRUCTOR_CHAPTER["page"])
+    assert link in read(side_site, INSTRUCTOR_CHAPTER["page"])
     assert link not in read(site, INSTRUCTOR_CHAPTER["page"])  # the students' site: neither
     assert not (site / "reference").exists()
     for lesson in LESSONS:
         module = lesson["module"]
-        reference = (instructor_site / "reference" / module / "index.html").read_text()
+        reference = (side_site / "reference" / module / "index.html").read_text()
         source = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
         first_def = re.search(r"^def (\w+)", source, re.M).group(1)
         assert first_def in reference, module
@@ -637,11 +618,21 @@ def test_the_norm_measurement_agrees_with_the_prose(site: Path) -> None:
 # --------------------------------------------------------------------------- the browser
 
 
+# Where the loopback server serves axe-core (support/axe.py) beside the site: a page loads it
+# as a script of its own origin (not 560 KB sent over playwright's pipe to every page).
+AXE_URL = "__tests__/axe.min.js"
+
+
 @pytest.fixture(scope="module")
 def server(site: Path) -> Iterator[str]:
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args) -> None:
             pass
+
+        def translate_path(self, path: str) -> str:
+            if urlsplit(path).path == "/" + AXE_URL:
+                return str(AXE_SCRIPT)
+            return super().translate_path(path)
 
     handler = functools.partial(Quiet, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -655,12 +646,17 @@ def server(site: Path) -> Iterator[str]:
 
 
 class Browser:
-    """One chromium context; records console errors and any request off the loopback server."""
+    """One chromium context; records console errors and any request off the loopback server.
+
+    Every request goes through ``_route``, which also keeps chromium's HTTP cache off
+    (playwright's routing does): without it, one tour in about six waited for the network to
+    go quiet without end, every request it had reported long finished."""
 
     def __init__(self, context, base: str) -> None:
         self.context, self.base = context, base
         self.errors: list[str] = []
         self.offsite: list[str] = []
+        self.shown: dict = {}  # tab -> the path it was sent to last (what its errors name)
         context.route("**/*", self._route)
 
     def _route(self, route) -> None:
@@ -671,23 +667,35 @@ class Browser:
             self.offsite.append(url)
             route.abort()
 
-    def open(self, path: str, *, wait: bool = True):
-        """A new tab on ``path``; with ``wait=False`` it returns as soon as the page starts
-        loading (``ready`` then waits for it), so several pages can load at once."""
+    def tab(self):
+        """A new tab, its console errors, page errors and failed responses recorded under the
+        path it shows (``go``)."""
         page = self.context.new_page()
-        page.on(
-            "console",
-            lambda msg: self.errors.append(f"{path}: {msg.text}") if msg.type == "error" else None,
-        )
-        page.on("pageerror", lambda error: self.errors.append(f"{path}: {error}"))
-        page.on(
-            "response",
-            lambda r: (
-                self.errors.append(f"{path}: HTTP {r.status} {r.url}") if r.status >= 400 else None
-            ),
-        )
+        shown = self.shown
+
+        def console(message) -> None:
+            if message.type == "error":
+                self.errors.append(f"{shown.get(page, '')}: {message.text}")
+
+        def response(answer) -> None:
+            if answer.status >= 400:
+                self.errors.append(f"{shown.get(page, '')}: HTTP {answer.status} {answer.url}")
+
+        page.on("console", console)
+        page.on("pageerror", lambda error: self.errors.append(f"{shown.get(page, '')}: {error}"))
+        page.on("response", response)
+        return page
+
+    def go(self, page, path: str, *, wait: bool = True):
+        """Load ``path`` in the tab ``page``; with ``wait=False`` return as soon as the page
+        starts loading (``ready`` then waits for it), so several tabs can load at once."""
+        self.shown[page] = path
         page.goto(self.base + path, wait_until="load" if wait else "commit")
         return self.ready(page) if wait else page
+
+    def open(self, path: str, *, wait: bool = True):
+        """A new tab on ``path`` (as ``go``)."""
+        return self.go(self.tab(), path, wait=wait)
 
     @staticmethod
     def ready(page):
@@ -811,6 +819,11 @@ LAYOUT_PROBLEMS = """([path, width]) => {
 TOUR_TABS = 4  # pages the tour loads at once: each waits for its network to go quiet
 TOUR_READER = "12"  # the quiz reader seed during the tour (options are shuffled per reader)
 
+# The options of every quiz of a page, by their values (the source's order), as the page shows
+# them.
+OPTION_ORDERS = """[...document.querySelectorAll('article .quiz fieldset')].map(
+    f => [...f.querySelectorAll(':scope > div > input')].map(i => i.value))"""
+
 # What the tour reads from each page once it has loaded (its scripts have run).
 PAGE_FACTS = """() => ({
     title: (document.querySelector('article h1') || {innerText: ''}).innerText.trim(),
@@ -822,7 +835,14 @@ PAGE_FACTS = """() => ({
     answers: [...document.querySelectorAll('article .quiz fieldset')].map(
         f => [...f.querySelectorAll(':scope > div > input')]
              .findIndex(i => i.hasAttribute('data-correct'))),
-})"""
+    orders: OPTION_ORDERS,
+})""".replace("OPTION_ORDERS", OPTION_ORDERS)
+
+
+def before_scripts(browser: Browser, script: str) -> str:
+    """``script`` as an init script of a tab: it runs on each of the tab's loads of a page of the
+    site, before the page's own scripts."""
+    return f"if (location.href.startsWith({browser.base!r})) {{ {script} }}"
 
 
 @pytest.fixture(scope="module")
@@ -831,23 +851,24 @@ def page_tour(site: Path, browser: Browser) -> dict:
     ``browser.assert_clean``), its layout problems at a desktop's width and then at a phone's
     (390 px), and what it shows (``PAGE_FACTS``, by page folder: "." for the home page), with
     one reader's quiz seed. One visit per page serves the tests that read these (a page's load
-    is most of their time)."""
+    is most of their time). Each page has a tab of its own: a tab sent on to the next page
+    could carry a request of the page before (its search worker's, started late on a busy
+    machine) into the next one's wait for a quiet network, which then never comes."""
     pages = sorted(path.parent.relative_to(site).as_posix() for path in site.rglob("index.html"))
     axe, no_axe = axe_core_script()
-    home = browser.open("")
-    home.evaluate(f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
-    home.close()
+    reader = before_scripts(browser, f"localStorage.setItem('course_quiz_reader', {TOUR_READER!r})")
     problems, facts, violations = [], {}, {}
     for start in range(0, len(pages), TOUR_TABS):
-        tabs = [
-            (path, browser.open("" if path == "." else path + "/", wait=False))
-            for path in pages[start : start + TOUR_TABS]
-        ]
+        tabs = []
+        for path in pages[start : start + TOUR_TABS]:
+            tab = browser.tab()
+            tab.add_init_script(reader)
+            tabs.append((path, browser.go(tab, "" if path == "." else path + "/", wait=False)))
         for path, page in tabs:
             browser.ready(page).wait_for_load_state("networkidle")
             facts[path] = page.evaluate(PAGE_FACTS)
             if axe is not None:  # at the desktop's width, after the page's scripts have run
-                page.add_script_tag(path=str(axe))
+                page.add_script_tag(url=browser.base + AXE_URL)
                 violations[path] = page.evaluate(AXE_RUN)
             for width in (1280, 390):
                 page.set_viewport_size({"width": width, "height": 844})
@@ -863,8 +884,13 @@ def page_tour(site: Path, browser: Browser) -> dict:
 
 
 # axe-core on one page: its serious and critical violations, each with the elements it found.
+# axe-core gives a violation the impact of its rule (axe._audit.rules, the rules it runs): a rule
+# whose impact is minor or moderate cannot report one of these, so it is not run (a quarter of
+# axe's time); a rule without an impact of its own would run.
 AXE_RUN = """async () => {
-    const result = await axe.run(document, {resultTypes: ["violations"]});
+    const quiet = axe._audit.rules.filter((r) => r.impact === "minor" || r.impact === "moderate");
+    const rules = Object.fromEntries(quiet.map((r) => [r.id, {enabled: false}]));
+    const result = await axe.run(document, {resultTypes: ["violations"], rules});
     return result.violations
         .filter((v) => v.impact === "serious" || v.impact === "critical")
         .map((v) => ({
@@ -1007,13 +1033,16 @@ QUIZ = "article .quiz:not([data-quiz-type]):has(input[type=radio])"
 
 
 def fresh_chapter(browser: Browser, module: str, seed: str | None = None):
-    """A chapter opened with no quiz answers kept (and, if given, the reader's shuffle seed)."""
+    """A chapter opened with no quiz answers kept (and, if given, the reader's shuffle seed):
+    the new tab's first load empties the site's localStorage before the page's scripts run, and
+    its reloads keep what the reader did since."""
     lesson = next(lesson for lesson in LESSONS if lesson["module"] == module)
-    page = browser.open(page_dir(lesson["page"]) + "/")
-    page.evaluate("localStorage.clear()")
-    if seed is not None:
-        page.evaluate(f"localStorage.setItem('course_quiz_reader', {seed!r})")
-    page.reload()
+    page = browser.tab()
+    reader = "" if seed is None else f"localStorage.setItem('course_quiz_reader', {seed!r});"
+    first_load = "!sessionStorage.getItem('course_tests_fresh')"
+    once = f"sessionStorage.setItem('course_tests_fresh', '1'); localStorage.clear(); {reader}"
+    page.add_init_script(before_scripts(browser, f"if ({first_load}) {{ {once} }}"))
+    browser.go(page, page_dir(lesson["page"]) + "/")
     page.locator(".quiz-deck").first.wait_for(state="attached")
     return page
 
@@ -1067,13 +1096,13 @@ def test_quizzes_ask_one_question_at_a_time(browser: Browser) -> None:
 
 
 def option_orders(page) -> list[list[str]]:
-    return page.evaluate(
-        """() => [...document.querySelectorAll('article .quiz fieldset')].map(
-               f => [...f.querySelectorAll(':scope > div > input')].map(i => i.value))"""
-    )
+    return page.evaluate(f"() => {OPTION_ORDERS}")
 
 
-def test_quiz_options_are_shuffled_the_same_way_for_one_reader(browser: Browser) -> None:
+def test_quiz_options_are_shuffled_the_same_way_for_one_reader(
+    browser: Browser, page_tour: dict
+) -> None:
+    lesson = next(lesson for lesson in LESSONS if lesson["module"] == "objective")
     page = fresh_chapter(browser, "objective", seed="11")
     orders = option_orders(page)
     assert len(orders) >= 3
@@ -1083,9 +1112,10 @@ def test_quiz_options_are_shuffled_the_same_way_for_one_reader(browser: Browser)
     page.locator(".quiz-deck").first.wait_for(state="attached")
     assert option_orders(page) == orders, "one reader's order changed between visits"
     page.close()
-    other = fresh_chapter(browser, "objective", seed="12")
-    assert option_orders(other) != orders, "two readers got the same order on every question"
-    other.close()
+    # Another reader: the tour's, who kept no answers either.
+    assert TOUR_READER != "11"
+    other = page_tour["facts"][page_dir(lesson["page"])]["orders"]
+    assert other != orders, "two readers got the same order on every question"
     browser.assert_clean()
 
 

@@ -1,16 +1,18 @@
 """A small build of the course site for tests: a few pages, the real hooks, in seconds.
 
-The build runs in a folder of links to the repository with a config that inherits mkdocs.yml
+The build's config sits in a folder of links to the repository, inherits mkdocs.yml
 (``INHERIT``) and leaves out every page but the chosen ones, so what the tests see is what
-the full site shows on those pages.
+the full site shows on those pages. mkdocs reads its paths from the config's folder; the
+command runs in the repository, forked from the tests' warm template (support/forkserver.py),
+which has imported torch and matplotlib for the chapters' examples.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
+
+from support import forkserver
 
 ROOT = Path(__file__).resolve().parents[2]
 LINKED = [
@@ -53,9 +55,9 @@ def build_mini_site(
     config += ["validation:", "  links:", "    not_found: info", "nav:", "  - Home: index.md"]
     config += [f"  - {title}: {page}" for title, page in nav.items()]
     (directory / "test.yml").write_text("\n".join(config) + "\n")
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", "test.yml"],
-        cwd=directory,
+    built = forkserver.run(
+        ["-m", "mkdocs", "build", "-q", "-f", str(directory / "test.yml")],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=1800,
