@@ -88,3 +88,35 @@ def test_model_flops_count_the_tied_output_layer_once_and_attention() -> None:
     embeddings = 100 * 32  # the token table, which is also the output layer
     assert model.num_parameters(exclude_positions=True) == blocks + embeddings
     assert counted == 6 * (blocks + embeddings) + 12 * 2 * 32 * 64
+
+
+def test_mfu_is_taken_against_the_higher_of_the_peaks_before_and_after_the_configs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A peak measured at a busy moment is low and would flatter every MFU: the table divides
+    by the higher of the two measurements and says both."""
+    bench = _bench()
+    peaks = iter([150e9, 200e9])
+    asked: list[list[str]] = []
+
+    def child(args: list[str]) -> dict:
+        asked.append(args)
+        if args == ["--peak"]:
+            return {"flops": next(peaks)}
+        return {
+            "config": args[1],
+            "tokens_per_s": 2000.0,
+            "ms_per_step": 1024.0,
+            "model_flops_per_s": 140e9,
+            "peak_rss_mb": 900.0,
+            "page_faults_per_step": 3.0,
+        }
+
+    monkeypatch.setattr(bench, "_child", child)
+    monkeypatch.setattr(sys, "argv", ["train_throughput.py", "--configs", "course-tiny"])
+    bench.main()
+    out = capsys.readouterr().out
+    assert [a[0] for a in asked] == ["--peak", "--child", "--peak"]
+    assert "float32 peak: 200 GFLOP/s" in out and "150 before the configs, 200 after" in out
+    row = next(line for line in out.splitlines() if line.startswith("course-tiny"))
+    assert row.split()[3] == "0.70"  # 140 / 200, not 140 / 150
