@@ -81,12 +81,12 @@ def _chunked(
     # one pass over a chunk's 50k columns fewer.
     row_weight = (kept_rows.to(h.dtype) * scale).unsqueeze(1)
     grad_h = torch.empty_like(h) if with_grad else None
-    grad_w = torch.zeros_like(weight) if with_grad else None
+    grad_w = torch.empty_like(weight) if with_grad else None
     total = h.new_zeros(())
     rows_per_chunk = min(chunk_rows, n_rows)
     logits_buffer = _buffer("logits", rows_per_chunk, vocab, h)
     probs_buffer = _buffer("probs", rows_per_chunk, vocab, h)
-    for rows in _chunks(n_rows, chunk_rows):
+    for index, rows in enumerate(_chunks(n_rows, chunk_rows)):
         h_c, y_c = h[rows], targets[rows]
         logits = _logits(h_c, weight, logits_buffer[: h_c.shape[0]])
         probs = torch.softmax(logits, dim=1, out=probs_buffer[: h_c.shape[0]])
@@ -105,7 +105,11 @@ def _chunked(
             probs[kept, y_kept] -= 1.0
             weight_c = row_weight[rows]
             torch.mm(probs, weight, out=grad_h[rows]).mul_(weight_c)
-            grad_w.addmm_(probs.t(), h_c * weight_c)
+            # The first chunk writes grad_w, the others add to it: no pass to zero its V x C.
+            if index == 0:
+                torch.mm(probs.t(), h_c * weight_c, out=grad_w)
+            else:
+                grad_w.addmm_(probs.t(), h_c * weight_c)
     loss = total * scale
     return torch.where(n_valid > 0, loss, torch.full_like(loss, float("nan"))), grad_h, grad_w
 
