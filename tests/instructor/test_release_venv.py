@@ -56,7 +56,13 @@ def student(released_course, tmp_path_factory):
     shutil.copytree(released_course / "release" / LESSON, folder)
     shutil.copyfile(ROOT / "solutions" / f"{MODULE}.py", folder / "exercises" / f"{MODULE}.py")
     venv = home / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # The install lines run with the test environment's pip, into the venv (pip --python: pip
+    # runs under the venv's interpreter, so markers and tags are the venv's), not with the pip
+    # that venv bundles (ensurepip): nothing here uses pip from inside the venv, and the bundled
+    # one is old; on the release's requirements.txt, measured, Python 3.11.7's venv with its
+    # pip 23.2.1 took 3.6 CPU-s to make and 25.3 to install (most of it evaluating every file
+    # on the indexes' pages), a venv without pip 0.04 and pip 26.3 --python 13.9.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
     env |= {"PIP_RETRIES": "0", "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
@@ -66,7 +72,8 @@ def student(released_course, tmp_path_factory):
     # the gradings import when they import it, and nothing here is about .pyc files.
     for words in _install_lines((folder / "requirements.txt").read_text()):
         done = subprocess.run(
-            [python, "-m", "pip", "install", "-q", "--no-compile", *here, *words],
+            [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile"]
+            + [*here, *words],
             cwd=folder,
             env=env,
             capture_output=True,
