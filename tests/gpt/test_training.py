@@ -188,6 +188,7 @@ def test_run_writes_its_files_and_learns(tmp_path: Path, small_corpus: Path) -> 
         min_lr=1e-3,
         warmup_steps=5,
         eval_every=20,
+        checkpoint_every=20,  # not _config's 3: each checkpoint holds GPT-2's 50,257-row table
         dropout=0.0,
         batch_size=8,
     )
