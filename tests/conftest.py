@@ -55,6 +55,23 @@ def _console_scripts_on_path():
         os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
 
 
+@pytest.fixture(autouse=True)
+def _environment_kept():
+    """What a test (or a library it calls) writes into this process's environment is undone
+    after it. Dask distributed's Nanny writes its workers' variables here before it starts them
+    (PYTHONHASHSEED=6640, OMP_NUM_THREADS=1, ...): autograde's LocalCluster in
+    tests/instructor/ did, and with a PYTHONHASHSEED the fork server's template was not started
+    with, every later command of that pytest-xdist worker started cold
+    (tests/support/forkserver.py), three or four CPU-seconds each."""
+    before = dict(os.environ)
+    yield
+    for name in set(os.environ) - set(before):
+        del os.environ[name]
+    for name, value in before.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 @pytest.fixture
 def bubblewrap() -> Path:
     """bwrap's path; the test skips (fails under CI) where bubblewrap is not installed."""
