@@ -153,25 +153,20 @@ def test_cli_grades_one_lesson_and_writes_the_report(tmp_path):
 def test_the_block_lesson_is_graded_on_its_own_code_with_earlier_lessons_as_stubs(tmp_path, kind):
     """solutions/block.py (or an honest block.py that names lessons 2 and 4 otherwise) beside
     the other lessons' stubs, graded as autograde grades (hidden checks, a secret seed): every
-    point, where self_attention and gpt_logits once failed on the stubs they call."""
-    import os
-
+    point, where self_attention and gpt_logits once failed on the stubs they call. Graded in
+    this process, by the worker the earlier gradings left idle (test_replay.py runs the
+    command with the seed in its environment)."""
     from support import block_alone
 
     target = block_alone.package(tmp_path / "exercises", getattr(block_alone, kind)())
     path = tmp_path / "report.json"
-    done = forkserver.run(
-        ["-m", "graders", "block", "--hidden", "--target", str(target), "--json", str(path)],
-        cwd=ROOT,
-        env={**os.environ, "COURSE_INPUT_SEED": str(SECRET)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    graded = graders.grade(target, ["block"], hidden=True, json_path=path, input_seed=SECRET)
     report = json.loads(path.read_text())
-    failed = [row["id"] for row in report["lessons"][0]["checks"] if not row["passed"]]
-    assert not failed and report["points"] == report["max_points"] > 40, done.stdout[-3000:]
+    assert report == graded
+    failed = [
+        (row["id"], row["detail"]) for row in report["lessons"][0]["checks"] if not row["passed"]
+    ]
+    assert not failed and report["points"] == report["max_points"] > 40, failed
 
 
 def test_cli_exit_status_is_zero_whatever_the_score(tmp_path):

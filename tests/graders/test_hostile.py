@@ -89,10 +89,16 @@ HOSTILE = {
     """,
         None,
     ),
-    "shift": (
+    "shift": (  # spins through its first check's limit, sleeps through the others'
         "windows",
         """
         def shift(ids):
+            import os, time
+            try:  # a mark in the working directory, which every lesson process shares
+                os.close(os.open("spun", os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                while True:
+                    time.sleep(0.05)
             while True:
                 pass
     """,
@@ -222,8 +228,9 @@ def hostile_run(tmp_path_factory) -> tuple[dict, Path]:
         for name, (module, source, _) in HOSTILE.items()
     ]
     target = build_target(directory, variants)
-    # A module that hangs on import. It sleeps rather than spins (shift above spins): the limit
-    # is on wall-clock time, so either hang ends alike, and this one leaves the cores free.
+    # A module that hangs on import. It sleeps rather than spins (shift above spins once, then
+    # sleeps): the limit is on wall-clock time, so either hang ends alike, and a sleeping one
+    # leaves the cores free.
     with open(target / "generation.py", "a") as f:
         f.write("\nimport time\nwhile True:\n    time.sleep(0.05)\n")
     report_path = directory / "report.json"
