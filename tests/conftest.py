@@ -55,6 +55,9 @@ def _console_scripts_on_path():
         os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
 
 
+PYTEST_OWN = "PYTEST_CURRENT_TEST"
+
+
 @pytest.fixture(autouse=True)
 def _environment_kept():
     """What a test (or a library it calls) writes into this process's environment is undone
@@ -65,10 +68,12 @@ def _environment_kept():
     (tests/support/forkserver.py), three or four CPU-seconds each."""
     before = dict(os.environ)
     yield
-    for name in set(os.environ) - set(before):
+    # PYTEST_CURRENT_TEST is pytest's own (set for each phase, removed after the teardown): left
+    # alone, since a fixture set up in this test may have copied the environment without it.
+    for name in set(os.environ) - set(before) - {PYTEST_OWN}:
         del os.environ[name]
     for name, value in before.items():
-        if os.environ.get(name) != value:
+        if name != PYTEST_OWN and os.environ.get(name) != value:
             os.environ[name] = value
 
 
