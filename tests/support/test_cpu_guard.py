@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from support.cpu_guard import tree_seconds
@@ -22,24 +21,23 @@ def test_an_ended_child_counts():
 
 
 def test_a_live_child_counts_and_a_process_not_owned_only_its_children():
-    child = subprocess.Popen([sys.executable, "-c", SPIN + "time.sleep(600)"])
+    child = subprocess.Popen(
+        [sys.executable, "-c", SPIN + "print('spun', flush=True)\ntime.sleep(600)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        # Until it has spun all of its 0.5 s (it sleeps after): the two scans below are not one
-        # instant, and a child still spinning at 0.45 leaves the difference just short of it.
-        while _own(child.pid) < 0.5:
-            time.sleep(0.05)
+        # Once it has spun all of its 0.5 s (it says so, then sleeps): the two scans below are
+        # not one instant, and a child still spinning leaves the difference short. Its own count
+        # in /proc is whole clock ticks, rounded down (0.49 for a child that spun 0.509 s): a
+        # wait for that count to reach 0.5 waited forever on a fresh clone.
+        assert child.stdout is not None and child.stdout.readline() == "spun\n"
         assert tree_seconds() - tree_seconds(frozenset({child.pid})) >= 0.45
     finally:
         child.kill()
         child.wait()
-
-
-def _own(pid: int) -> float:
-    import os
-
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 GUARDED_RUN = """
