@@ -61,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
 
     from core.manifest import load_manifest
+    from instructor.__main__ import with_console_scripts
     from instructor.autograde import autograde
     from instructor.course import Course
     from instructor.grading import COLD_VARIABLE
     from instructor.grading_host import shared_host
     from instructor.release import release
 
+    with_console_scripts()  # nbgrader runs alembic, as `python -m instructor` lets it
     lesson = load_manifest().lesson(args.lesson)
     rows = []
     with tempfile.TemporaryDirectory(prefix="autograde-bench-") as tmp:
