@@ -49,10 +49,11 @@ def _no_personal_jupyter_config(tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _console_scripts_on_path():
     """The test environment's console scripts are on PATH, as in an activated environment or
-    a nox session (nbgrader runs ``alembic`` to create a gradebook)."""
-    scripts = os.path.dirname(sys.executable)
-    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+    a nox session (nbgrader runs ``alembic`` to create a gradebook): what ``python -m
+    instructor`` does for itself."""
+    from instructor.__main__ import with_console_scripts
+
+    with_console_scripts()
 
 
 PYTEST_OWN = "PYTEST_CURRENT_TEST"
