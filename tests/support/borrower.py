@@ -40,8 +40,9 @@ def _files():
                 dirs[:] = []
             dirs[:] = [d for d in dirs if not d.startswith(".") or d == ".nox"]
             for name in names:
-                if name in FILES and name != os.path.basename(__file__):
-                    yield os.path.join(folder, name)
+                path = os.path.join(folder, name)
+                if name in FILES and os.path.realpath(path) != os.path.realpath(__file__):
+                    yield path
 
 
 _listed = []
