@@ -119,13 +119,20 @@ class AutoTrial:
     Fed each step's seconds (``after_step``). The first step pays one-off costs (allocation,
     threads) and the first compiled step the compilation, so neither is timed. After
     ``TIMED`` eager steps, a run whose steps left would take less than ``MIN_EAGER_SECONDS``
-    eager stays eager (compiling costs tens of seconds on a CPU); otherwise it compiles, times
-    ``TIMED`` compiled steps and keeps whichever median step was shorter. Both run the same
-    numbers, so the choice changes the run's speed, never its result.
+    eager stays eager; otherwise it compiles, times ``TIMED`` compiled steps and keeps whichever
+    median step was shorter. Both run the same numbers, so the choice changes the run's speed,
+    never its result.
+
+    A trial is not free: with inductor's cache empty, as on a fresh machine, compiling the
+    blocks takes half a minute to a minute of a 2-core CPU, and on this course's CPU shapes the
+    compiled steps have measured slower (docs/developers.md), so a trial is usually that time
+    lost. Ten minutes of eager steps is where a 10% faster compiled step would win it back;
+    below that a run stays eager. (At 180 s, `nox -s train` on a machine a seventh slower than
+    a quiet one crossed the line: 216 s wall against 175 s.)
     """
 
     TIMED = 3
-    MIN_EAGER_SECONDS = 180.0
+    MIN_EAGER_SECONDS = 600.0
 
     def __init__(self, model: nn.Module, device: torch.device, steps: int) -> None:
         self.model, self.device, self.steps_left = model, device, steps

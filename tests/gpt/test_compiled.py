@@ -80,7 +80,7 @@ def _feed(trial: compiled.AutoTrial, seconds: list[float]) -> list[str]:
 def test_auto_on_a_cpu_never_compiles_a_run_too_short_to_pay(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    trial = _trial(monkeypatch, steps=100)  # 96 steps left at 1 s: under MIN_EAGER_SECONDS
+    trial = _trial(monkeypatch, steps=500)  # 496 steps left at 1 s: under MIN_EAGER_SECONDS
     assert _feed(trial, [9.0, 1.0, 1.0, 1.0] + [1.0] * 20) == []
     assert trial.done and not compiled.is_compiled(trial.model)
 
@@ -88,10 +88,10 @@ def test_auto_on_a_cpu_never_compiles_a_run_too_short_to_pay(
 def test_auto_on_a_cpu_keeps_compiled_steps_that_measure_faster(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    trial = _trial(monkeypatch, steps=400)
+    trial = _trial(monkeypatch, steps=1000)
     # The first eager step and the compiling step are not timed: 9 s and 60 s count for nothing.
     notes = _feed(trial, [9.0, 1.0, 1.2, 0.9, 60.0, 0.6, 0.5, 0.7] + [0.6] * 5)
-    assert notes[0].startswith("compiling (torch.compile): 396 steps left at 1.00 s each eager")
+    assert notes[0].startswith("compiling (torch.compile): 996 steps left at 1.00 s each eager")
     assert notes[1:] == ["training compiled: 0.60 s a step against 1.00 s eager"]
     assert compiled.is_compiled(trial.model)
 
@@ -99,7 +99,7 @@ def test_auto_on_a_cpu_keeps_compiled_steps_that_measure_faster(
 def test_auto_on_a_cpu_goes_back_to_eager_when_compiled_steps_are_slower(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    trial = _trial(monkeypatch, steps=400)
+    trial = _trial(monkeypatch, steps=1000)
     notes = _feed(trial, [9.0, 1.0, 1.0, 1.0, 60.0, 1.1, 1.3, 1.2, 0.1])
     assert notes[1:] == ["training eager: compiled steps took 1.20 s against 1.00 s eager"]
     assert not compiled.is_compiled(trial.model)
@@ -108,7 +108,7 @@ def test_auto_on_a_cpu_goes_back_to_eager_when_compiled_steps_are_slower(
 def test_auto_on_a_cpu_says_nothing_more_after_a_failed_compile(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    trial = _trial(monkeypatch, steps=400)
+    trial = _trial(monkeypatch, steps=1000)
     assert len(_feed(trial, [9.0, 1.0, 1.0, 1.0])) == 1
     compiled.decompile(trial.model)  # what step_or_eager does when the compiler fails
     assert _feed(trial, [1.0] * 6) == [] and trial.done
