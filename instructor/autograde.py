@@ -331,6 +331,7 @@ class Engine:
         self.client: Any = None
         self.cluster: Any = None
         self.pool: Any = None
+        self.environment: dict[str, str] = {}
 
     def __enter__(self) -> Engine:
         if self.kind == "dask":
@@ -361,6 +362,11 @@ class Engine:
                         "start it (`dask scheduler`) or grade here without --scheduler"
                     ) from None
             else:
+                # Dask's nannies write their workers' settings (PYTHONHASHSEED, OMP_NUM_THREADS,
+                # MALLOC_TRIM_THRESHOLD_) into this process's environment for the processes
+                # they spawn; __exit__ puts it back, so that what this process starts after
+                # autograde (a checker, a regrade) gets the instructor's own.
+                self.environment = dict(os.environ)
                 self.cluster = LocalCluster(
                     n_workers=self.workers,
                     threads_per_worker=1,
@@ -380,6 +386,9 @@ class Engine:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+            for name in set(os.environ) - set(self.environment):
+                del os.environ[name]
+            os.environ.update(self.environment)
         if self.pool is not None:
             # Interrupted: the running grading runs are stopped (autograde's scratch does it);
             # waiting for them here would wait their whole time limit.

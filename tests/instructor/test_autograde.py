@@ -364,12 +364,15 @@ def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_pa
     broken = submit(root, "bob", {})
     module = broken / "exercises" / f"{manifest().lesson(LESSON).module}.py"
     module.write_text(module.read_text() + "# RAISE\n")
+    environment = dict(os.environ)
     outcomes = {
         o.student: o
         for o in pipeline.autograde(
             course, [LESSON], engine=engine, workers=2, grader=fake_grade, progress=False
         )
     }
+    # Dask's nannies set their workers' variables here; the engine puts them back.
+    assert dict(os.environ) == environment
     assert outcomes["ann"].recorded and outcomes["ann"].graded, outcomes["ann"].notes
     bob = outcomes["bob"]
     assert not bob.recorded and not bob.graded
