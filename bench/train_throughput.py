@@ -58,7 +58,8 @@ CONFIGS = {
     "course-tiny-lesson-optimizer": (TINY, 8, {"optimizer": "lesson"}),
     "course-tiny-all-lessons": (TINY, 8, ALL_LESSONS),
     "course-tiny-all-lessons-v1024": (TINY, 8, {**ALL_LESSONS, "vocab_size": 1024}),
-    "default-run": (dict(TINY, block_size=128), 16, {}),
+    # what `nox -s train` trains: gpt.train's defaults (context 128, batch 8, dropout 0.1)
+    "default-run": (dict(TINY, block_size=128, dropout=0.1), 8, {}),
 }
 
 
