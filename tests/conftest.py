@@ -62,11 +62,11 @@ PYTEST_OWN = "PYTEST_CURRENT_TEST"
 @pytest.fixture(autouse=True)
 def _environment_kept():
     """What a test (or a library it calls) writes into this process's environment is undone
-    after it. Dask distributed's Nanny writes its workers' variables here before it starts them
-    (PYTHONHASHSEED=6640, OMP_NUM_THREADS=1, ...): autograde's LocalCluster in
-    tests/instructor/ did, and with a PYTHONHASHSEED the fork server's template was not started
-    with, every later command of that pytest-xdist worker started cold
-    (tests/support/forkserver.py), three or four CPU-seconds each."""
+    after it. A variable left behind silently costs the rest of the pytest-xdist worker: with a
+    PYTHONHASHSEED the fork server's template was not started with, every later command starts
+    cold (tests/support/forkserver.py), three or four CPU-seconds each. Dask's nannies did that
+    once (autograde's Engine now puts the environment back itself; test_autograde checks it):
+    this is the guard for whatever else might."""
     before = dict(os.environ)
     yield
     # PYTEST_CURRENT_TEST is pytest's own (set for each phase, removed after the teardown): left
