@@ -31,24 +31,52 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
     return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
 
 
+def _children(pid: int) -> list[int]:
+    """The children of a live process, from each of its threads' ``children`` file (a kernel
+    built with CONFIG_PROC_CHILDREN)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children") as f:
+                found.extend(int(child) for child in f.read().split())
+        except OSError:
+            pass  # the thread has just ended
+    return found
+
+
+def _descendants_by_scan() -> dict[int, list[int]]:
+    """Every live process's children, from one pass over all of /proc (where the kernel keeps
+    no ``children`` files)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (found := _stat(int(name))) is not None:
+            children.setdefault(found[0], []).append(int(name))
+    return children
+
+
+_HAS_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
 def tree_seconds(not_own: frozenset[int] = frozenset()) -> float:
     """CPU-seconds of this process and its live descendants so far, with the children each has
     waited for. A process in ``not_own`` counts only its children's time (the fork server's
-    template: its own start-up is shared by the whole session, its commands are the tests')."""
-    stats = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (found := _stat(int(name))) is not None:
-            stats[int(name)] = found
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _) in stats.items():
-        children.setdefault(parent, []).append(pid)
+    template: its own start-up is shared by the whole session, its commands are the tests').
+
+    It reads this process's tree alone (each process's ``children`` files), not every
+    process of a machine that runs other work: it is called twice a test."""
+    scanned = None if _HAS_CHILDREN_FILES else _descendants_by_scan()
     total, stack = 0, [os.getpid()]
     while stack:
         pid = stack.pop()
-        if pid in stats:
-            _, own, waited = stats[pid]
-            total += waited + (0 if pid in not_own else own)
-            stack.extend(children.get(pid, []))
+        if (found := _stat(pid)) is None:
+            continue  # ended since its parent was read
+        _, own, waited = found
+        total += waited + (0 if pid in not_own else own)
+        stack.extend(_children(pid) if scanned is None else scanned.get(pid, []))
     return total / _TICK
 
 

@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from support import cpu_guard
 from support.cpu_guard import tree_seconds
 
 pytest_plugins = ["pytester"]
@@ -14,13 +17,23 @@ TESTS = Path(__file__).resolve().parents[1]
 SPIN = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass\n"
 
 
-def test_an_ended_child_counts():
+@pytest.fixture(params=["children-files", "whole-proc-scan"])
+def walk(request, monkeypatch):
+    """Both ways the guard finds a process's children: the kernel's per-thread lists, and the
+    scan of all of /proc it falls back on where those are missing."""
+    if request.param == "whole-proc-scan":
+        monkeypatch.setattr(cpu_guard, "_HAS_CHILDREN_FILES", False)
+    elif not cpu_guard._HAS_CHILDREN_FILES:
+        pytest.skip("this kernel keeps no /proc/PID/task/TID/children files")
+
+
+def test_an_ended_child_counts(walk):
     before = tree_seconds()
     subprocess.run([sys.executable, "-c", SPIN], check=True)
     assert tree_seconds() - before >= 0.45
 
 
-def test_a_live_child_counts_and_a_process_not_owned_only_its_children():
+def test_a_live_child_counts_and_a_process_not_owned_only_its_children(walk):
     child = subprocess.Popen(
         [sys.executable, "-c", SPIN + "print('spun', flush=True)\ntime.sleep(600)"],
         stdout=subprocess.PIPE,
