@@ -26,9 +26,8 @@ by other work on the machine is the closest to what the code costs.
 host, instructor/grading_host.py: what autograde does) and ``cold`` (a fresh ``python -m
 graders``, ``COURSE_COLD_GRADING=1``), both by default, taking turns like the worker counts; the
 last lines compare them, CPU and wall seconds per submission. A host's CPU is counted once it
-has ended: the bench ends this process's host after each run (with ``--engine threads``, or
-Dask's workers as threads, it is this process's child); a Dask worker process ends its own at
-its exit, before the cluster's close returns.
+has ended: the bench ends this process's host after each run (the local Dask cluster's
+workers and ``--engine threads`` alike are threads of this process, and the host its child).
 """
 
 from __future__ import annotations

@@ -9,9 +9,10 @@ Two stages, overlapped:
    private temporary folder on the worker and graded by the harness, ``python -m graders
    LESSON --target ... --hidden --sandbox --json ...``, in a process of its own with a
    wall-clock limit. The task returns the harness's report (complete, or as far as it got).
-   Tasks run on Dask distributed: by default a ``LocalCluster`` of ``--workers`` processes on
-   this machine; with ``--scheduler tcp://HOST:8786``, the workers of a cluster (each with this
-   repository installed: they need the hidden graders, not the course folder). A worker that
+   Tasks run on Dask distributed: by default a ``LocalCluster`` of ``--workers`` threads of
+   this process (no port: see :class:`Engine`); with ``--scheduler tcp://HOST:8786``, the
+   workers of a cluster (each with this repository installed: they need the hidden graders,
+   not the course folder). A worker that
    dies mid-task loses nothing: the scheduler runs its task again elsewhere, and nothing is
    recorded until a task has returned.
 2. *Recording* (this process only, as results arrive): each batch of results that arrived
@@ -274,21 +275,32 @@ def submission_time(folder: Path) -> str | None:
     return text or None
 
 
-def local_cluster_options() -> dict[str, Any]:
-    """How the local cluster keeps every other process out: a Dask scheduler listens on a port
-    that any local user can reach, and whoever reaches it runs code as the instructor. With
-    ``cryptography`` installed: worker processes over TLS with temporary credentials made for
-    this run (:meth:`distributed.security.Security.temporary`, held in memory, handed to the
-    workers this process starts), so a client without them cannot connect. Without it: the
-    workers are threads of this process talking in-process (no port at all); each grading run
-    is a process of its own either way."""
-    from distributed.security import Security
+def local_cluster(workers: int) -> Any:
+    """A Dask cluster that no other process or machine can use: its scheduler and ``workers``
+    workers are threads of this process, talking in-process, with no port to reach (whoever
+    reaches a scheduler runs code as the instructor). A task only waits on its grading run, a
+    process of its own forked from this process's one warm grading host, so worker processes
+    would add an interpreter and a grading host each and nothing else.
 
-    try:
-        security = Security.temporary()
-    except ImportError:
-        return {"processes": False}
-    return {"processes": True, "protocol": "tls://", "host": "127.0.0.1", "security": security}
+    Dask starts an HTTP server beside the scheduler and each worker whatever the dashboard
+    options say, on every interface by default: its pages name the tasks (students and
+    lessons), and it forwards requests to other ports. Here each serves nothing (no routes)
+    and listens on the loopback interface only."""
+    import logging
+
+    import dask
+    from distributed import LocalCluster
+
+    nothing = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    with dask.config.set(nothing):
+        return LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address="127.0.0.1:0",
+            worker_dashboard_address="127.0.0.1:0",
+            silence_logs=logging.ERROR,
+        )
 
 
 TLS_SETTINGS = {  # Dask's configuration a client over TLS needs, and its variable
@@ -312,10 +324,11 @@ def missing_tls_settings(address: str) -> list[str]:
 
 class Engine:
     """Runs grading tasks and hands back their results in batches (those that finished
-    together). ``dask``: a Dask distributed cluster (a LocalCluster unless given a scheduler's
-    address); ``threads``: a thread pool in this process (no Dask needed). A cluster that has
-    had no worker for ``wait`` seconds (at the start or later) ends the run with one line;
-    ``say`` gets a line every :data:`SAY_EVERY` seconds while it waits."""
+    together). ``dask``: a Dask distributed cluster (unless given a scheduler's address, a
+    LocalCluster whose scheduler and workers are threads of this process); ``threads``: a
+    thread pool in this process (no Dask needed). A cluster that has had no worker for ``wait``
+    seconds (at the start or later) ends the run with one line; ``say`` gets a line every
+    :data:`SAY_EVERY` seconds while it waits."""
 
     def __init__(
         self,
@@ -331,14 +344,11 @@ class Engine:
         self.client: Any = None
         self.cluster: Any = None
         self.pool: Any = None
-        self.environment: dict[str, str] = {}
 
     def __enter__(self) -> Engine:
         if self.kind == "dask":
-            import logging
-
             try:
-                from distributed import Client, LocalCluster
+                from distributed import Client
             except ImportError:
                 raise SetupError(
                     "Dask distributed is not installed: install the grading extra "
@@ -362,19 +372,8 @@ class Engine:
                         "start it (`dask scheduler`) or grade here without --scheduler"
                     ) from None
             else:
-                # Dask's nannies write their workers' settings (PYTHONHASHSEED, OMP_NUM_THREADS,
-                # MALLOC_TRIM_THRESHOLD_) into this process's environment for the processes
-                # they spawn; __exit__ puts it back, so that what this process starts after
-                # autograde (a checker, a regrade) gets the instructor's own.
-                self.environment = dict(os.environ)
-                self.cluster = LocalCluster(
-                    n_workers=self.workers,
-                    threads_per_worker=1,
-                    dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                    **local_cluster_options(),
-                )
-                self.client = Client(self.cluster, security=self.cluster.security)
+                self.cluster = local_cluster(self.workers)
+                self.client = Client(self.cluster)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -386,9 +385,6 @@ class Engine:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
-            for name in set(os.environ) - set(self.environment):
-                del os.environ[name]
-            os.environ.update(self.environment)
         if self.pool is not None:
             # Interrupted: the running grading runs are stopped (autograde's scratch does it);
             # waiting for them here would wait their whole time limit.

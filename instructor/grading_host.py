@@ -3,15 +3,16 @@ the checker of each submission from there.
 
 A cold ``python -m graders LESSON --target ... --hidden --sandbox`` spends seconds of CPU
 importing torch before it grades anything, and autograde runs one per submission. A process
-that grades (the autograde process with the threads engine, each Dask worker) starts one host
-instead, ``python -m instructor.grading_host``, the first time it grades; the host imports what
-every checker imports (:data:`WARM`: never a student's package: the host has none) and then
-only forks. Each child is what that command would have been: a session of its own, its own
-argv, environment and working directory, standard input from /dev/null, standard output and
-error on the caller's pipe, every other descriptor of the host closed, the atexit handlers at
-its end and the exit status the caller reads (a signal's as negative, as ``Popen`` gives it); it
-asks to die with the host. The submission's code runs in neither: the child is the checker,
-which starts the sandboxed worker that runs it, exactly as the cold command does.
+that grades (the autograde process, whose local Dask workers are threads, or a worker process
+of an external Dask cluster) starts one host instead, ``python -m instructor.grading_host``,
+the first time it grades; the host imports what every checker imports (:data:`WARM`: never a
+student's package: the host has none) and then only forks. Each child is what that command would
+have been: a session of its own, its own argv, environment and working directory, standard input
+from /dev/null, standard output and error on the caller's pipe, every other descriptor of the
+host closed, the atexit handlers at its end and the exit status the caller reads (a signal's as
+negative, as ``Popen`` gives it); it asks to die with the host. The submission's code runs in
+neither: the child is the checker, which starts the sandboxed worker that runs it, exactly as the
+cold command does.
 
 The conversation. The caller holds one end of a datagram socket pair (the host's control); a
 request is one datagram, the JSON ``{"argv", "env", "cwd"}``, carrying two descriptors: the

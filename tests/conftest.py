@@ -65,8 +65,9 @@ def _environment_kept():
     after it. A variable left behind silently costs the rest of the pytest-xdist worker: with a
     PYTHONHASHSEED the fork server's template was not started with, every later command starts
     cold (tests/support/forkserver.py), three or four CPU-seconds each. Dask's nannies did that
-    once (autograde's Engine now puts the environment back itself; test_autograde checks it):
-    this is the guard for whatever else might."""
+    once, when autograde's local cluster had worker processes (test_autograde checks that
+    autograde leaves the environment as it found it): this is the guard for whatever else
+    might."""
     before = dict(os.environ)
     yield
     # PYTEST_CURRENT_TEST is pytest's own (set for each phase, removed after the teardown): left

@@ -61,8 +61,10 @@ SKIPPED = {
     # tests/instructor/test_dask_cluster.py starts a scheduler and a worker apart, over TLS.
     "cd REPO && export PYTHONPATH=$PWD": "a placeholder folder, on each cluster machine",
     '"TLS=--tls-ca-file ca.pem --tls-cert cert.pem --tls-key key.pem"': "a shell variable",
-    ".nox/dev/bin/dask scheduler --protocol tls --port 8786 $TLS": "a server until stopped",
-    ".nox/dev/bin/dask worker tls://HOST:8786 --nworkers 2 --nthreads 1 $TLS": "a placeholder host",
+    '"LOCAL=--dashboard-address 127.0.0.1:0"': "a shell variable",
+    ".nox/dev/bin/dask scheduler --protocol tls --port 8786 $TLS $LOCAL": "a server until stopped",
+    ".nox/dev/bin/dask worker tls://HOST:8786 --nworkers 2 --nthreads 1 $TLS $LOCAL": "a "
+    "placeholder host",
     "export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True "
     "DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem "
     "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=cert.pem "

@@ -371,7 +371,7 @@ def test_autograde_fails_soft_when_a_grading_task_raises(released_course, tmp_pa
             course, [LESSON], engine=engine, workers=2, grader=fake_grade, progress=False
         )
     }
-    # Dask's nannies set their workers' variables here; the engine puts them back.
+    # Nothing of Dask's is left in this process's environment (nannies once wrote theirs).
     assert dict(os.environ) == environment
     assert outcomes["ann"].recorded and outcomes["ann"].graded, outcomes["ann"].notes
     bob = outcomes["bob"]

@@ -3,8 +3,8 @@ external one, a scheduler and a worker started as separate processes the way
 docs/instructors.md says, grades a class.
 
 Whoever connects to a Dask scheduler runs code on its workers, as the instructor. The local
-cluster's scheduler therefore speaks TLS with credentials made for the run (``cryptography``
-installed) or has no port at all (its workers are threads of autograde's process).
+cluster therefore has no port at all: its scheduler and workers are threads of autograde's
+process.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,8 +41,8 @@ def _client(address: str, **options) -> Iterator:
     """``distributed.Client(address, **options)``, closed on leaving. A client that fails to
     connect is closed before this raises: left to the garbage collector, its ``__del__`` could
     run inside the next Client's start, which holds Dask's loop lock, and its ``close`` would
-    wait on that lock for ever (seen: a run hung in
-    test_the_local_cluster_refuses_a_client_without_its_credentials). So the collector is off
+    wait on that lock for ever (seen: a run hung in a test of a client refused by a TLS
+    scheduler). So the collector is off
     while a client starts, and a failed one's frames are let go and collected at once."""
     from distributed import Client
 
@@ -63,58 +65,77 @@ def _client(address: str, **options) -> Iterator:
         yield client
 
 
-def test_the_local_cluster_refuses_a_client_without_its_credentials():
-    pytest.importorskip("cryptography", reason="TLS credentials need cryptography")
-    from distributed.security import Security
-
-    from instructor.autograde import Engine, local_cluster_options
-
-    options = local_cluster_options()
-    assert options["protocol"] == "tls://" and options["security"].require_encryption
-    with Engine("dask", workers=1) as engine:
-        address = engine.cluster.scheduler_address
-        assert address.startswith("tls://127.0.0.1:"), address
-        assert engine.client.submit(_answer).result(timeout=600) == 42  # its own processes
-        # Another local process gets nowhere: plain TCP, TLS without a certificate, or TLS with
-        # credentials of its own (not signed by the run's temporary CA).
-        plain = address.replace("tls://", "tcp://")
-        for where, security in (
-            (plain, Security()),
-            (address, Security(require_encryption=True)),
-            (address, Security.temporary()),
-        ):
-            with pytest.raises((OSError, TimeoutError, TypeError)):  # TypeError: no certificate
-                with _client(where, timeout=3, security=security):
-                    pass
+def _address(hexed: str) -> tuple[str, int]:
+    """(host, port) of an address as /proc/net/tcp* writes it (``0100007F:8CE3``)."""
+    host, port = hexed.split(":")
+    raw = bytes.fromhex(host)
+    # The kernel writes each 32-bit word of the address in the machine's byte order.
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    family = socket.AF_INET if len(words) == 4 else socket.AF_INET6
+    return socket.inet_ntop(family, words), int(port, 16)
 
 
-@pytest.fixture
-def without_cryptography(monkeypatch) -> None:
-    """Temporary credentials cannot be made: the local cluster runs in this process."""
-    from distributed.security import Security
-
-    def missing(cls, **kwargs):
-        raise ImportError("Using `Security.temporary` requires `cryptography`")
-
-    monkeypatch.setattr(Security, "temporary", classmethod(missing))
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
-def test_without_cryptography_the_local_cluster_has_no_port(without_cryptography):
+def _listening() -> set[tuple[str, int]]:
+    """(host, port) of each TCP socket of this process that listens (/proc/net/tcp* and the
+    process's descriptors)."""
+    own = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                own.add(target[len("socket:[") : -1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as f:
+            for line in f.read().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in own:  # 0A: LISTEN; 9: the inode
+                    found.add(_address(fields[1]))
+    return found
+
+
+def test_the_local_cluster_lets_no_other_machine_in_and_starts_no_process():
+    """Whoever reaches a Dask scheduler runs code on its workers, as the instructor: the local
+    cluster's scheduler and workers are threads of autograde's process, talking in-process
+    (no interpreter to start: its tasks only wait on grading runs, each a process of its own).
+    The HTTP servers Dask starts beside them listen on the loopback interface only and serve
+    nothing: not the task pages that name students, not the proxy to other ports."""
     from instructor.autograde import Engine
 
-    with Engine("dask", workers=1) as engine:
+    listening, children = _listening(), set(_children())
+    with Engine("dask", workers=2) as engine:
         assert engine.cluster.scheduler_address.startswith("inproc://")
+        workers = engine.client.scheduler_info(n_workers=-1)["workers"]
+        assert len(workers) == 2 and all(a.startswith("inproc://") for a in workers), workers
         assert engine.client.submit(_answer).result(timeout=600) == 42
+        for host, port in _listening() - listening:
+            assert host in ("127.0.0.1", "::1"), f"Dask listens on {host}:{port}"
+            for path in ("/health", "/metrics", "/info/main/workers.html", "/proxy/22/x/"):
+                with pytest.raises(urllib.error.HTTPError, match="404"):
+                    urllib.request.urlopen(f"http://{_url_host(host)}:{port}{path}", timeout=60)
+        assert set(_children()) <= children
+
+
+def _children() -> list[int]:
+    """This process's children (every thread's /proc children file)."""
+    found = []
+    for thread in os.listdir(f"/proc/{os.getpid()}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{os.getpid()}/task/{thread}/children") as f:
+            found += [int(pid) for pid in f.read().split()]
+    return found
 
 
 def _started() -> int:
     return time.monotonic_ns()
 
 
-def test_tasks_start_in_the_order_they_are_given(without_cryptography):
+def test_tasks_start_in_the_order_they_are_given():
     """Dask orders tasks of equal priority by their keys' hashes; autograde's follow the
-    submissions' order (so the first submitted starts first, and a rerun grades alike). The
-    cluster is an in-process one: no worker processes to start."""
+    submissions' order (so the first submitted starts first, and a rerun grades alike)."""
     from instructor.autograde import Engine
 
     given = [(student, LESSON, "0" * 16) for student in ("zoe", "crash", "ann", "moe", "bob")]
