@@ -291,7 +291,10 @@ def local_cluster(workers: int) -> Any:
     import dask
     from distributed import LocalCluster
 
-    nothing = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    nothing: dict[str, list[str]] = {
+        "distributed.scheduler.http.routes": [],
+        "distributed.worker.http.routes": [],
+    }
     with dask.config.set(nothing):
         return LocalCluster(
             n_workers=workers,
