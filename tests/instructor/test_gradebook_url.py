@@ -143,8 +143,14 @@ def test_cluster_autograde_on_postgresql_matches_one_process(
     )
     killed: list[int] = []
     stop = threading.Event()
+    # Worker processes, so that one can be killed: the external-cluster path (--scheduler).
+    # Dask's HTTP servers on the loopback interface only, as docs/instructors.md asks of one.
     with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address="127.0.0.1:0",
+        worker_dashboard_address="127.0.0.1:0",
     ) as cluster:
         killer = threading.Thread(
             target=_kill_a_busy_worker, args=(cluster.scheduler_address, killed, stop)
