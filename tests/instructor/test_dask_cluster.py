@@ -112,11 +112,12 @@ def test_the_local_cluster_lets_no_other_machine_in_and_starts_no_process():
         workers = engine.client.scheduler_info(n_workers=-1)["workers"]
         assert len(workers) == 2 and all(a.startswith("inproc://") for a in workers), workers
         assert engine.client.submit(_answer).result(timeout=600) == 42
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no HTTP_PROXY
         for host, port in _listening() - listening:
             assert host in ("127.0.0.1", "::1"), f"Dask listens on {host}:{port}"
             for path in ("/health", "/metrics", "/info/main/workers.html", "/proxy/22/x/"):
                 with pytest.raises(urllib.error.HTTPError, match="404"):
-                    urllib.request.urlopen(f"http://{_url_host(host)}:{port}{path}", timeout=60)
+                    direct.open(f"http://{_url_host(host)}:{port}{path}", timeout=60)
         assert set(_children()) <= children
 
 
