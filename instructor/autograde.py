@@ -10,11 +10,10 @@ Two stages, overlapped:
    LESSON --target ... --hidden --sandbox --json ...``, in a process of its own with a
    wall-clock limit. The task returns the harness's report (complete, or as far as it got).
    Tasks run on Dask distributed: by default a ``LocalCluster`` of ``--workers`` threads of
-   this process (no port: see :class:`Engine`); with ``--scheduler tcp://HOST:8786``, the
-   workers of a cluster (each with this repository installed: they need the hidden graders,
-   not the course folder). A worker that
-   dies mid-task loses nothing: the scheduler runs its task again elsewhere, and nothing is
-   recorded until a task has returned.
+   this process (no port: see :func:`local_cluster`); with ``--scheduler tcp://HOST:8786``,
+   the workers of a cluster (each with this repository installed: they need the hidden
+   graders, not the course folder). A worker that dies mid-task loses nothing: the scheduler
+   runs its task again elsewhere, and nothing is recorded until a task has returned.
 2. *Recording* (this process only, as results arrive): each batch of results that arrived
    together is written to ``results/STUDENT/LESSON.json`` and recorded in the gradebook in one
    transaction (:mod:`.gradebook`): the autograded notebook, each check's points, the

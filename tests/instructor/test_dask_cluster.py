@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cpu_guard import children_of
 from support.extras import require_extra
 
 require_extra("distributed", "the grading extra (Dask distributed) is missing")
@@ -106,7 +107,7 @@ def test_the_local_cluster_lets_no_other_machine_in_and_starts_no_process():
     nothing: not the task pages that name students, not the proxy to other ports."""
     from instructor.autograde import Engine
 
-    listening, children = _listening(), set(_children())
+    listening, children = _listening(), set(children_of(os.getpid()))
     with Engine("dask", workers=2) as engine:
         assert engine.cluster.scheduler_address.startswith("inproc://")
         workers = engine.client.scheduler_info(n_workers=-1)["workers"]
@@ -118,16 +119,7 @@ def test_the_local_cluster_lets_no_other_machine_in_and_starts_no_process():
             for path in ("/health", "/metrics", "/info/main/workers.html", "/proxy/22/x/"):
                 with pytest.raises(urllib.error.HTTPError, match="404"):
                     direct.open(f"http://{_url_host(host)}:{port}{path}", timeout=60)
-        assert set(_children()) <= children
-
-
-def _children() -> list[int]:
-    """This process's children (every thread's /proc children file)."""
-    found = []
-    for thread in os.listdir(f"/proc/{os.getpid()}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{os.getpid()}/task/{thread}/children") as f:
-            found += [int(pid) for pid in f.read().split()]
-    return found
+        assert set(children_of(os.getpid())) <= children
 
 
 def _started() -> int:

@@ -31,7 +31,7 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
     return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
 
 
-def _children(pid: int) -> list[int]:
+def children_of(pid: int) -> list[int]:
     """The children of a live process, from each of its threads' ``children`` file (a kernel
     built with CONFIG_PROC_CHILDREN)."""
     try:
@@ -76,7 +76,7 @@ def tree_seconds(not_own: frozenset[int] = frozenset()) -> float:
             continue  # ended since its parent was read
         _, own, waited = found
         total += waited + (0 if pid in not_own else own)
-        stack.extend(_children(pid) if scanned is None else scanned.get(pid, []))
+        stack.extend(children_of(pid) if scanned is None else scanned.get(pid, []))
     return total / _TICK
 
 
