@@ -43,8 +43,8 @@ def _client(address: str, **options) -> Iterator:
     connect is closed before this raises: left to the garbage collector, its ``__del__`` could
     run inside the next Client's start, which holds Dask's loop lock, and its ``close`` would
     wait on that lock for ever (seen: a run hung in a test of a client refused by a TLS
-    scheduler). So the collector is off
-    while a client starts, and a failed one's frames are let go and collected at once."""
+    scheduler). So the collector is off while a client starts, and a failed one's frames are
+    let go and collected at once."""
     from distributed import Client
 
     enabled = gc.isenabled()

@@ -8,6 +8,7 @@ not the first, so the verdict does not depend on the machine's speed or load.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -31,7 +32,7 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
     return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
 
 
-def children_of(pid: int) -> list[int]:
+def _children_from_files(pid: int) -> list[int]:
     """The children of a live process, from each of its threads' ``children`` file (a kernel
     built with CONFIG_PROC_CHILDREN)."""
     try:
@@ -48,17 +49,25 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
-def _descendants_by_scan() -> dict[int, list[int]]:
-    """Every live process's children, from one pass over all of /proc (where the kernel keeps
-    no ``children`` files)."""
-    children: dict[int, list[int]] = {}
+_HAS_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
+def children_reader() -> Callable[[int], list[int]]:
+    """How to list a live process's children: its threads' ``children`` files, read when asked
+    (only the processes of one tree), or, where the kernel keeps none, one pass over every
+    process in /proc, made now."""
+    if _HAS_CHILDREN_FILES:
+        return _children_from_files
+    by_parent: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and (found := _stat(int(name))) is not None:
-            children.setdefault(found[0], []).append(int(name))
-    return children
+            by_parent.setdefault(found[0], []).append(int(name))
+    return lambda pid: by_parent.get(pid, [])
 
 
-_HAS_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+def children_of(pid: int) -> list[int]:
+    """The children of the live process ``pid``."""
+    return children_reader()(pid)
 
 
 def tree_seconds(not_own: frozenset[int] = frozenset()) -> float:
@@ -68,7 +77,7 @@ def tree_seconds(not_own: frozenset[int] = frozenset()) -> float:
 
     It reads this process's tree alone (each process's ``children`` files), not every
     process of a machine that runs other work: it is called twice a test."""
-    scanned = None if _HAS_CHILDREN_FILES else _descendants_by_scan()
+    children = children_reader()
     total, stack = 0, [os.getpid()]
     while stack:
         pid = stack.pop()
@@ -76,7 +85,7 @@ def tree_seconds(not_own: frozenset[int] = frozenset()) -> float:
             continue  # ended since its parent was read
         _, own, waited = found
         total += waited + (0 if pid in not_own else own)
-        stack.extend(children_of(pid) if scanned is None else scanned.get(pid, []))
+        stack.extend(children(pid))
     return total / _TICK
 
 
